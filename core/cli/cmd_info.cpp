@@ -1,0 +1,53 @@
+// pskel info DIR [--json]: what a trace holds.
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "trace/reader.h"
+
+namespace pskel::cli {
+
+Subcommand add_info_command(CLI::App& app) {
+  struct Options {
+    std::string dir;
+    bool json = false;
+  };
+  auto opt = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("info", "Summarise a trace: ranks, events, calls per MPI function");
+  cmd->add_option("DIR", opt->dir, "Trace directory (written by `pskel run`)")->required();
+  cmd->add_flag("--json", opt->json, "Print JSON (keys: ranks, events, events_per_rank, functions, wall_seconds)");
+  return {cmd, [opt]() {
+    auto trace = trace::read_trace_dir(opt->dir);
+    if (!trace) return fail(trace.error().line());
+    const trace::TraceSummary s = trace::summarize(trace.value());
+    const nlohmann::json& meta = trace.value().meta;
+    if (opt->json) {
+      nlohmann::json functions = nlohmann::json::object();
+      for (const auto& [name, calls] : s.functions) functions[name] = calls;
+      const nlohmann::json out = {
+          {"trace_dir", opt->dir},         {"ranks", s.ranks},
+          {"events", s.events},            {"events_per_rank", s.events_per_rank},
+          {"functions", functions},        {"wall_seconds", s.wall_seconds},
+          {"bytes", s.bytes},              {"mpi", meta.value("mpi", "")},
+          {"executable", meta.value("executable", "")},
+          {"complete", meta.value("complete", false)},
+      };
+      fmt::print("{}\n", out.dump(2));
+      return 0;
+    }
+    fmt::print("trace       {}\n", opt->dir);
+    fmt::print("program     {}\n", meta.value("executable", "?"));
+    fmt::print("mpi         {}\n", meta.value("mpi", "?"));
+    fmt::print("ranks       {}\n", s.ranks);
+    fmt::print("events      {} ({:.1f} per rank)\n", s.events,
+               s.ranks ? static_cast<double>(s.events) / s.ranks : 0.0);
+    fmt::print("wall        {:.3f} s\n", s.wall_seconds);
+    fmt::print("bytes       {}\n\n", s.bytes);
+    fmt::print("{:<28} {:>12}\n", "function", "calls");
+    for (const auto& [name, calls] : s.functions) fmt::print("{:<28} {:>12}\n", name, calls);
+    return 0;
+  }};
+}
+
+}  // namespace pskel::cli

@@ -1,0 +1,22 @@
+// The pskel subcommands. Each registers its options on the CLI11 app and returns the callback
+// that runs it; the callback returns the process exit code (0 ok, 1 bad input, 2 usage).
+// Thin shells: the work is done by the pipeline's pure functions.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace pskel::cli {
+
+struct Subcommand {
+  CLI::App* app;
+  std::function<int()> run;
+};
+
+Subcommand add_run_command(CLI::App& app);
+Subcommand add_info_command(CLI::App& app);
+
+// Prints "pskel: <line>" on stderr and returns 1: the answer to bad input.
+int fail(const std::string& line);
+
+}  // namespace pskel::cli

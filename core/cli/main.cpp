@@ -1,0 +1,42 @@
+// pskel: predicts MPI job run times with performance skeletons. See README.md and
+// docs/ for the commands; DESIGN.md's CLI contract fixes their names and JSON keys.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <vector>
+
+#include "commands.h"
+
+namespace pskel::cli {
+
+int fail(const std::string& line) {
+  fmt::print(stderr, "pskel: {}\n", line);
+  return 1;
+}
+
+}  // namespace pskel::cli
+
+int main(int argc, char** argv) {
+  CLI::App app{"pskel: predict MPI job run times with performance skeletons"};
+  app.set_version_flag("--version", PSKEL_VERSION);
+  app.require_subcommand(1);
+  const std::vector<pskel::cli::Subcommand> commands = {
+      pskel::cli::add_run_command(app),
+      pskel::cli::add_info_command(app),
+  };
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  }
+  for (const auto& command : commands)
+    if (command.app->parsed()) return command.run();
+  return 2;
+}

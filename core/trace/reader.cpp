@@ -1,0 +1,213 @@
+#include "trace/reader.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "util/crc32c.h"
+
+namespace pskel::trace {
+namespace {
+
+constexpr uint64_t kMaxFileBytes = uint64_t{64} << 30;  // far beyond any real trace
+
+Result<std::vector<unsigned char>> read_bytes(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) {
+    return Error{path, errno == ENOENT ? "missing"
+                       : errno == ELOOP ? "is a symbolic link (refused)"
+                                        : std::strerror(errno)};
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Error{path, "not a regular file"};
+  }
+  if (static_cast<uint64_t>(st.st_size) > kMaxFileBytes) {
+    ::close(fd);
+    return Error{path, fmt::format("too large ({} bytes)", st.st_size)};
+  }
+  std::vector<unsigned char> bytes(static_cast<size_t>(st.st_size));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ::close(fd);
+      return Error{path, n < 0 ? std::strerror(errno) : "shrank while being read"};
+    }
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  return bytes;
+}
+
+template <class T>
+T load(const unsigned char* p) {
+  T value;
+  std::memcpy(&value, p, sizeof value);
+  return value;
+}
+
+// Parses the records of one data block's payload into `out`.
+std::string parse_records(const unsigned char* p, size_t size, uint32_t expected, RankTrace& out) {
+  size_t at = 0;
+  uint32_t count = 0;
+  while (at < size) {
+    if (size - at < sizeof(Record)) return fmt::format("record {} cut short", out.records.size());
+    const Record r = load<Record>(p + at);
+    at += sizeof r;
+    if (find_function(r.function) == nullptr)
+      return fmt::format("record {} has unknown function id {}", out.records.size(), r.function);
+    const size_t aux_bytes = size_t{r.aux_words} * sizeof(int64_t);
+    if (size - at < aux_bytes)
+      return fmt::format("record {} announces {} aux words past its block", out.records.size(),
+                         r.aux_words);
+    out.aux_begin.push_back(out.aux.size());
+    const size_t first = out.aux.size();
+    out.aux.resize(first + r.aux_words);
+    if (aux_bytes) std::memcpy(out.aux.data() + first, p + at, aux_bytes);
+    at += aux_bytes;
+    out.records.push_back(r);
+    ++count;
+  }
+  if (count != expected)
+    return fmt::format("block holds {} records, its header says {}", count, expected);
+  return "";
+}
+
+}  // namespace
+
+Result<RankTrace> parse_rank_trace(std::span<const unsigned char> bytes, const std::string& name,
+                                   const ReadOptions& options) {
+  RankTrace out;
+  if (bytes.size() < sizeof(FileHeader)) {
+    return Error{name, bytes.empty() ? "empty file (not a pskel trace)"
+                                     : "truncated: shorter than the file header"};
+  }
+  out.header = load<FileHeader>(bytes.data());
+  const FileHeader& h = out.header;
+  if (std::memcmp(h.magic, kFileMagic, sizeof h.magic) != 0)
+    return Error{name, "not a pskel trace (bad magic)"};
+  if (h.version != kFormatVersion)
+    return Error{name, fmt::format("unsupported trace format version {} (this pskel reads {})",
+                                   h.version, kFormatVersion)};
+  if (h.header_bytes != sizeof(FileHeader) || h.record_bytes != sizeof(Record))
+    return Error{name, "corrupt: header and record sizes do not match the format"};
+  if (h.world_size <= 0 || h.rank < 0 || h.rank >= h.world_size)
+    return Error{name, fmt::format("corrupt: rank {} of {} ranks", h.rank, h.world_size)};
+
+  size_t at = sizeof(FileHeader);
+  while (at < bytes.size()) {
+    if (out.complete) return Error{name, fmt::format("corrupt: data after the end block at byte {}", at)};
+    if (bytes.size() - at < sizeof(BlockHeader))
+      return Error{name, fmt::format("truncated: block header cut short at byte {}", at)};
+    const BlockHeader b = load<BlockHeader>(bytes.data() + at);
+    const size_t payload_at = at + sizeof b;
+    if (b.magic != kDataBlockMagic && b.magic != kEndBlockMagic)
+      return Error{name, fmt::format("corrupt: no block starts at byte {}", at)};
+    if (bytes.size() - payload_at < b.payload_bytes)
+      return Error{name, fmt::format("truncated: block at byte {} needs {} bytes, {} remain", at,
+                                     b.payload_bytes, bytes.size() - payload_at)};
+    const unsigned char* payload = bytes.data() + payload_at;
+    if (crc32c(payload, b.payload_bytes) != b.crc32c)
+      return Error{name, fmt::format("corrupt: checksum mismatch in block at byte {}", at)};
+    if (b.magic == kEndBlockMagic) {
+      if (b.payload_bytes != sizeof(EndPayload))
+        return Error{name, fmt::format("corrupt: end block at byte {} has the wrong size", at)};
+      out.end = load<EndPayload>(payload);
+      if (out.end.records != out.records.size())
+        return Error{name, fmt::format("corrupt: end block counts {} records, the file holds {}",
+                                       out.end.records, out.records.size())};
+      out.complete = true;
+    } else if (std::string problem = parse_records(payload, b.payload_bytes, b.record_count, out);
+               !problem.empty()) {
+      return Error{name, fmt::format("corrupt: block at byte {}: {}", at, problem)};
+    }
+    at = payload_at + b.payload_bytes;
+  }
+  if (!out.complete && !options.allow_truncated) {
+    return Error{name, fmt::format("truncated: no end block after {} records (the process "
+                                   "ended without MPI_Finalize, or the file was cut)",
+                                   out.records.size())};
+  }
+  return out;
+}
+
+Result<RankTrace> read_rank_file(const std::string& path, const ReadOptions& options) {
+  auto bytes = read_bytes(path);
+  if (!bytes) return bytes.error();
+  return parse_rank_trace(bytes.value(), path, options);
+}
+
+Result<TraceSet> read_trace_dir(const std::string& dir, const ReadOptions& options) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) return Error{dir, "no such trace directory"};
+  if (!S_ISDIR(st.st_mode)) return Error{dir, "not a directory"};
+  TraceSet set;
+  set.dir = dir;
+  const std::string meta_path = dir + "/" + kMetaFileName;
+  auto meta_bytes = read_bytes(meta_path);
+  if (!meta_bytes) return meta_bytes.error();
+  set.meta = nlohmann::json::parse(meta_bytes.value().begin(), meta_bytes.value().end(), nullptr,
+                                   /*allow_exceptions=*/false);
+  if (set.meta.is_discarded() || !set.meta.is_object()) return Error{meta_path, "not valid JSON"};
+  const auto& ranks = set.meta["ranks"];
+  const auto& run_id = set.meta["run_id"];
+  if (!ranks.is_number_integer() || ranks.get<int64_t>() <= 0 || ranks.get<int64_t>() > (1 << 24))
+    return Error{meta_path, "no valid \"ranks\""};
+  if (!run_id.is_string()) return Error{meta_path, "no valid \"run_id\""};
+  const int n = ranks.get<int>();
+  for (int r = 0; r < n; ++r) {
+    const std::string path = fmt::format("{}/{}{}{}", dir, kRankFilePrefix, r, kRankFileSuffix);
+    auto rank = read_rank_file(path, options);
+    if (!rank) {
+      Error e = rank.error();
+      if (e.what == "missing") e.what = fmt::format("missing (meta.json announces {} ranks)", n);
+      return e;
+    }
+    const FileHeader& h = rank.value().header;
+    const std::string file_run(h.run_id, strnlen(h.run_id, sizeof h.run_id));
+    if (file_run != run_id.get<std::string>())
+      return Error{path, fmt::format("from another run (run id {}, meta.json has {})", file_run,
+                                     run_id.get<std::string>())};
+    if (h.rank != r || h.world_size != n)
+      return Error{path, fmt::format("holds rank {} of {}, expected rank {} of {}", h.rank,
+                                     h.world_size, r, n)};
+    set.ranks.push_back(std::move(rank).value());
+  }
+  return set;
+}
+
+TraceSummary summarize(const TraceSet& trace) {
+  TraceSummary s;
+  s.ranks = static_cast<int>(trace.ranks.size());
+  std::map<std::string, uint64_t> functions;
+  int64_t last_end = 0;
+  for (const RankTrace& rank : trace.ranks) {
+    uint64_t events = 0;
+    for (const Record& r : rank.records) {
+      const FunctionInfo* f = find_function(r.function);
+      if (f->kind == FunctionKind::meta) continue;
+      ++events;
+      ++functions[std::string(f->name)];
+      s.bytes += static_cast<uint64_t>(std::max<int64_t>(r.bytes, 0));
+      last_end = std::max(last_end, r.t_end);
+    }
+    if (rank.complete) last_end = std::max(last_end, rank.end.end_ns);
+    s.events_per_rank.push_back(events);
+    s.events += events;
+  }
+  s.functions.assign(functions.begin(), functions.end());
+  s.wall_seconds = static_cast<double>(last_end) * 1e-9;
+  return s;
+}
+
+}  // namespace pskel::trace

@@ -1,0 +1,61 @@
+// Reads pskel traces (docs/trace-format.md) into memory and checks them: a malformed,
+// truncated or hostile file gives an Error naming the file and the problem, never a crash.
+// Pure functions over bytes and files; thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "trace/format.h"
+#include "trace/functions.h"
+#include "util/result.h"
+
+namespace pskel::trace {
+
+struct RankTrace {
+  FileHeader header{};
+  std::vector<Record> records;
+  std::vector<int64_t> aux;             // the aux words of all records, in order
+  std::vector<uint64_t> aux_begin;      // per record: index of its first word in `aux`
+  EndPayload end{};
+  bool complete = false;                // has an end block
+
+  std::span<const int64_t> aux_of(size_t record) const {
+    return {aux.data() + aux_begin[record], records[record].aux_words};
+  }
+};
+
+struct TraceSet {
+  std::string dir;
+  nlohmann::json meta;                  // meta.json as written by the tracer
+  std::vector<RankTrace> ranks;         // index = world rank
+};
+
+struct ReadOptions {
+  // Accept rank files without an end block (a job that was killed): what they hold is kept.
+  bool allow_truncated = false;
+};
+
+// Parses one rank file's bytes; `name` is used in errors.
+Result<RankTrace> parse_rank_trace(std::span<const unsigned char> bytes, const std::string& name,
+                                   const ReadOptions& options = {});
+Result<RankTrace> read_rank_file(const std::string& path, const ReadOptions& options = {});
+// Reads DIR/meta.json and every DIR/rank.<N>.pskt it announces, checking they belong together.
+Result<TraceSet> read_trace_dir(const std::string& dir, const ReadOptions& options = {});
+
+// What `pskel info` reports. Events are MPI calls (the tracer's pseudo-records not counted).
+struct TraceSummary {
+  int ranks = 0;
+  uint64_t events = 0;
+  std::vector<uint64_t> events_per_rank;
+  std::vector<std::pair<std::string, uint64_t>> functions;  // name -> calls over all ranks
+  double wall_seconds = 0;    // from the end of MPI_Init to the last rank entering Finalize
+  uint64_t bytes = 0;
+};
+TraceSummary summarize(const TraceSet& trace);
+
+}  // namespace pskel::trace

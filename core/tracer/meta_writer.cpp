@@ -1,0 +1,113 @@
+#include "meta_writer.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "trace/format.h"
+
+namespace pskel::tracer {
+namespace {
+
+std::string quoted(const std::string& s) { return "\"" + json_escape(s) + "\""; }
+
+std::string read_file(const char* path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+std::string executable() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+}
+
+std::string args_json() {
+  const std::string cmdline = read_file("/proc/self/cmdline");
+  std::string out = "[";
+  size_t start = 0;
+  for (size_t i = 0; i < cmdline.size(); ++i) {
+    if (cmdline[i] != '\0') continue;
+    if (start > 0) out += ", ";
+    out += quoted(cmdline.substr(start, i - start));
+    start = i + 1;
+  }
+  return out + "]";
+}
+
+const char* flavour_name(uint32_t flavour) {
+  switch (static_cast<trace::Flavour>(flavour)) {
+    case trace::Flavour::mpich: return "mpich";
+    case trace::Flavour::openmpi: return "openmpi";
+    default: return "unknown";
+  }
+}
+
+}  // namespace
+
+std::string json_escape(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (const unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (c < 0x20) {
+          char esc[8];
+          std::snprintf(esc, sizeof esc, "\\u%04x", c);
+          out += esc;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out;
+}
+
+bool write_meta(const MetaInfo& info) {
+  std::ostringstream j;
+  j.precision(17);
+  const char* job = std::getenv("SLURM_JOB_ID");
+  j << "{\n  \"format\": \"pskel-trace\",\n  \"version\": " << trace::kFormatVersion
+    << ",\n  \"run_id\": " << quoted(info.run_id)
+    << ",\n  \"complete\": " << (info.complete ? "true" : "false")
+    << ",\n  \"job_id\": " << (job ? quoted(job) : "null")
+    << ",\n  \"ranks\": " << info.ranks
+    << ",\n  \"mpi\": " << quoted(flavour_name(info.flavour))
+    << ",\n  \"executable\": " << quoted(executable())
+    << ",\n  \"args\": " << args_json()
+    << ",\n  \"start_realtime_ns\": " << info.start_realtime_ns
+    << ",\n  \"end_realtime_ns\": " << info.end_realtime_ns
+    << ",\n  \"init_entry_ns\": " << info.init_entry_ns
+    << ",\n  \"records\": " << info.total_records << ",\n  \"hosts\": [";
+  for (int r = 0; r < info.ranks; ++r) {
+    const char* host = info.hosts.data() + static_cast<size_t>(r) * 64;
+    j << (r ? ", " : "") << quoted(std::string(host, strnlen(host, 64)));
+  }
+  j << "],\n  \"work_ns_per_unit\": [";
+  for (size_t r = 0; r < info.work_ns_per_unit.size(); ++r)
+    j << (r ? ", " : "") << info.work_ns_per_unit[r];
+  j << "]\n}\n";
+
+  const std::string text = j.str();
+  const std::string path = info.dir + "/" + trace::kMetaFileName;
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  const bool closed = ::close(fd) == 0;
+  return written && closed && std::rename(tmp.c_str(), path.c_str()) == 0;
+}
+
+}  // namespace pskel::tracer

@@ -1,0 +1,32 @@
+// Writes a run's meta.json (docs/trace-format.md) from rank 0: what ran, where, when, and the
+// calibration constants. Hand-written JSON, because the tracer links no JSON library.
+// The file is replaced atomically (write to a temporary name, then rename).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pskel::tracer {
+
+struct MetaInfo {
+  std::string dir;
+  std::string run_id;
+  uint32_t flavour = 0;
+  int ranks = 0;
+  std::string hosts;                       // ranks x 64 bytes, NUL-padded
+  std::vector<double> work_ns_per_unit;    // per rank
+  int64_t start_realtime_ns = 0;
+  int64_t end_realtime_ns = 0;             // 0 until MPI_Finalize
+  int64_t init_entry_ns = 0;
+  uint64_t total_records = 0;
+  bool complete = false;
+};
+
+// Escapes s as the inside of a JSON string.
+std::string json_escape(const std::string& s);
+
+// Writes info.dir/meta.json. Returns false if it could not (the trace stays usable).
+bool write_meta(const MetaInfo& info);
+
+}  // namespace pskel::tracer

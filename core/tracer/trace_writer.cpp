@@ -1,0 +1,105 @@
+#include "trace_writer.h"
+
+#include <fcntl.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "util/crc32c.h"
+
+namespace pskel::tracer {
+
+TraceWriter::~TraceWriter() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool TraceWriter::open(const std::string& path, const trace::FileHeader& header,
+                       size_t buffer_bytes) {
+  path_ = path;
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd_ < 0) {
+    fail("cannot create", errno);
+    return false;
+  }
+  capacity_ = buffer_bytes < sizeof(trace::Record) * 16 ? sizeof(trace::Record) * 16 : buffer_bytes;
+  buffer_.reset(new unsigned char[capacity_]);
+  return write_all(&header, sizeof header);
+}
+
+void TraceWriter::append(const trace::Record& record, const int64_t* aux, size_t aux_words) {
+  const size_t bytes = sizeof record + aux_words * sizeof(int64_t);
+  if (failed() || fd_ < 0) {
+    ++dropped_;
+    return;
+  }
+  if (used_ + bytes > capacity_) flush();
+  if (bytes > capacity_) {  // a record larger than the buffer (a huge Waitall) gets its own block
+    auto joined = std::make_unique<unsigned char[]>(bytes);
+    std::memcpy(joined.get(), &record, sizeof record);
+    if (aux_words) std::memcpy(joined.get() + sizeof record, aux, bytes - sizeof record);
+    write_block(trace::kDataBlockMagic, joined.get(), bytes, 1);
+    return;
+  }
+  std::memcpy(buffer_.get() + used_, &record, sizeof record);
+  if (aux_words) std::memcpy(buffer_.get() + used_ + sizeof record, aux, bytes - sizeof record);
+  used_ += bytes;
+  ++buffered_records_;
+}
+
+void TraceWriter::flush() {
+  if (used_ == 0) return;
+  write_block(trace::kDataBlockMagic, buffer_.get(), used_, buffered_records_);
+  used_ = 0;
+  buffered_records_ = 0;
+}
+
+bool TraceWriter::close(int64_t end_ns, uint32_t untraced_thread_calls,
+                        uint32_t untracked_requests) {
+  if (fd_ < 0) return !failed();
+  flush();
+  const trace::EndPayload end{records_, dropped_, end_ns, untraced_thread_calls,
+                                untracked_requests};
+  if (!failed()) write_block(trace::kEndBlockMagic, &end, sizeof end, 0);
+  if (::close(fd_) != 0 && !failed()) fail("cannot close", errno);
+  fd_ = -1;
+  return !failed();
+}
+
+void TraceWriter::write_block(uint32_t magic, const void* payload, size_t bytes,
+                              uint32_t records) {
+  if (failed()) {
+    dropped_ += records;
+    return;
+  }
+  const trace::BlockHeader header{magic, static_cast<uint32_t>(bytes), records,
+                                  crc32c(payload, bytes)};
+  if (write_all(&header, sizeof header) && write_all(payload, bytes)) {
+    records_ += records;
+  } else {
+    dropped_ += records;
+  }
+}
+
+bool TraceWriter::write_all(const void* data, size_t bytes) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  while (bytes > 0) {
+    const ssize_t n = ::write(fd_, p, bytes);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      fail("cannot write", n < 0 ? errno : ENOSPC);
+      return false;
+    }
+    p += n;
+    bytes -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+void TraceWriter::fail(const char* what, int err) {
+  if (failed()) return;
+  error_ = std::string(what) + " " + path_ + ": " + std::strerror(err);
+}
+
+}  // namespace pskel::tracer

@@ -5,10 +5,15 @@
 
 enum { kChainSteps = 128 };
 
+/* Read through volatile on every call: pskel_work is otherwise a pure function, and the
+ * compiler would compute it once and time nothing (it did, in the calibration loop). */
+static volatile double kStart = 1.0;
+
 double pskel_work(uint64_t units) {
   /* Four independent chains: enough parallelism to keep the FP unit busy, little enough
    * that the time per unit does not depend on how clever the out-of-order core is. */
-  double a = 1.0, b = 1.1, c = 1.2, d = 1.3;
+  const double start = kStart;
+  double a = start, b = start + 0.1, c = start + 0.2, d = start + 0.3;
   for (uint64_t u = 0; u < units; ++u) {
     for (int i = 0; i < kChainSteps; ++i) {
       a = a * 0.999999 + 0.000001;

@@ -76,6 +76,7 @@ class Call {
   void recv_type(MPI_Datatype type);
   void send_counts(const int* counts);   // one per rank of the communicator
   void recv_counts(const int* counts);
+  void counts_not_significant();         // a v-count argument this rank must not read
   void dest(int rank);
   void source(int rank);
   void tag(int tag);
@@ -114,6 +115,9 @@ class Call {
   int64_t recv_bytes_ = -1;  // actual bytes received, where a status said so
   int64_t v_send_elements_ = -1;
   int64_t v_recv_elements_ = -1;
+  bool v_collective_ = false;
+  bool send_side_written_ = false;
+  bool recv_side_written_ = false;
 };
 
 }  // namespace pskel::tracer

@@ -141,7 +141,9 @@ def role_statements(fn, value_of, param_of, fortran=False):
             for c_name, f_name in FORTRAN_CALLS.items():
                 stmt = stmt.replace(f"call.{c_name}(", f"call.{f_name}(")
         if arg.at_root:
-            stmt = f"if (call.at_root()) {stmt}"
+            otherwise = (" else call.counts_not_significant();"
+                         if role in ("scounts", "rcounts") else "")
+            stmt = f"if (call.at_root()) {stmt}{otherwise}"
         (pre if phase == "pre" else post).append(stmt)
     return pre, post, n
 

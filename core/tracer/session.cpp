@@ -49,6 +49,7 @@ struct CommInfo {
 namespace {
 
 constexpr size_t kDefaultBufferBytes = 1 << 20;
+constexpr size_t kMaxBufferBytes = 256 << 20;
 constexpr size_t kRequestTableSize = 1 << 16;
 constexpr size_t kCommTableSize = 1 << 12;
 constexpr double kCalibrationSeconds = 0.001;
@@ -290,7 +291,8 @@ void start_session(FunctionId init_function, int64_t init_entry_mono) {
 
   if (problem.empty()) {
     const char* env_buffer = std::getenv("PSKEL_TRACE_BUFFER_BYTES");
-    const size_t buffer = env_buffer ? std::strtoull(env_buffer, nullptr, 10) : kDefaultBufferBytes;
+    size_t buffer = env_buffer ? std::strtoull(env_buffer, nullptr, 10) : kDefaultBufferBytes;
+    if (buffer > kMaxBufferBytes) buffer = kMaxBufferBytes;
     char name[64];
     std::snprintf(name, sizeof name, "/%s%d%s", trace::kRankFilePrefix, s->rank,
                   trace::kRankFileSuffix);
@@ -310,6 +312,7 @@ void start_session(FunctionId init_function, int64_t init_entry_mono) {
   s->meta.flavour = PSKEL_MPI_FLAVOUR;
   s->meta.ranks = s->size;
   s->meta.start_realtime_ns = base_real;
+  s->meta.init_entry_ns = init_entry_mono - s->base_mono_ns;
   if (s->rank == 0) write_meta(s->meta);  // complete: false until MPI_Finalize
 
   auto world = std::make_unique<CommInfo>();
@@ -389,6 +392,10 @@ Call::~Call() {
                            : v_recv_elements_ >= 0 ? v_recv_elements_ * recv_size
                                                    : record_.recv_count * record_.recv_type_size;
   record_.bytes = sent + received;
+  if (v_collective_) {
+    if (!send_side_written_) s.aux.push_back(0);
+    if (!recv_side_written_) s.aux.push_back(0);
+  }
   const size_t words = s.aux.size() > 0xFFFF ? 0xFFFF : s.aux.size();
   record_.aux_words = static_cast<uint16_t>(words);
   s.writer.append(record_, s.aux.data(), words);
@@ -412,12 +419,10 @@ void Call::send_buffer(const void* buffer) {
   if (in_place_) record_.flags |= trace::kFlagInPlace;
 }
 
-void Call::count(int count) {
-  if (!in_place_) record_.count = count;
-}
-void Call::type(MPI_Datatype type) {
-  if (!in_place_) record_.type_size = type_bytes(type);
-}
+// With MPI_IN_PLACE the count and type still describe the data (reductions) or are ignored
+// by MPI (gathers: then often MPI_DATATYPE_NULL, which type_bytes() takes as 0).
+void Call::count(int count) { record_.count = count; }
+void Call::type(MPI_Datatype type) { record_.type_size = type_bytes(type); }
 void Call::recv_count(int count) { record_.recv_count = count; }
 void Call::recv_type(MPI_Datatype type) { record_.recv_type_size = type_bytes(type); }
 
@@ -432,11 +437,14 @@ void Call::append_counts(const int* counts, int64_t* total) {
   }
 }
 
-// v-collectives: aux = [n, send counts...] then [n, receive counts...]; a side the call does
-// not have (or that is not significant on this rank) is written as [0].
+// v-collectives: aux = [n, send counts...] then [n, receive counts...], always both parts; a
+// side the call does not have, or that is not significant on this rank (in place, or not the
+// root), is [0]. send_counts() comes first (ROLE_ORDER); the destructor closes the layout.
 void Call::send_counts(const int* counts) {
-  if (in_place_) {
-    g_session->aux.push_back(0);
+  v_collective_ = true;
+  send_side_written_ = true;
+  if (in_place_ || counts == nullptr) {
+    g_session->aux.push_back(0);  // ignored by MPI: the pointer may be anything
     return;
   }
   append_counts(counts, &v_send_elements_);
@@ -444,10 +452,15 @@ void Call::send_counts(const int* counts) {
 }
 
 void Call::recv_counts(const int* counts) {
-  if (v_send_elements_ < 0) g_session->aux.push_back(0);  // no send side
+  v_collective_ = true;
+  if (!send_side_written_) g_session->aux.push_back(0);
+  send_side_written_ = true;
+  recv_side_written_ = true;
   append_counts(counts, &v_recv_elements_);
   record_.recv_count = v_recv_elements_;
 }
+
+void Call::counts_not_significant() { v_collective_ = true; }
 
 void Call::dest(int rank) { record_.peer = world_rank(rank); }
 void Call::source(int rank) { record_.source = world_rank(rank); }
@@ -479,6 +492,7 @@ void Call::new_request(MPI_Request request, bool persistent) {
   if (request == MPI_REQUEST_NULL) return;
   const RequestInfo info{s.next_request, record_.comm, record_.source != trace::kNoRank,
                          persistent};
+  if (info.receive) recv_bytes_ = 0;  // counted by the wait that completes it
   if (!s.requests.insert(handle_key(request), info)) {
     ++s.untracked_requests;
     return;

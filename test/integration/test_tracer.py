@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""The tracer on real MPI programs: every test application, C and Fortran, under MPICH and
+Open MPI, with 2 and 4 ranks, traced with `pskel run`. `pskel info` must report exactly the calls
+each program counted itself, and tracing must not change what the program prints.
+Also: bad trace directories, and the tracer preloaded into programs that are not MPI."""
+import os
+import pathlib
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+from testlib import (APPS, PSKEL, app_binaries, info_json, launcher, mpi_env, read_counts, run,
+                     summed, tracer)
+
+RANKS = (2, 4)
+
+
+class TracedAppsReportExactCalls(unittest.TestCase):
+    """One test method per (application, language, MPI, ranks) is generated below."""
+
+    def check_app(self, path, flavour, ranks):
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = pathlib.Path(tmp)
+            (tmp / "plain").mkdir()
+            (tmp / "traced").mkdir()
+            plain = run(launcher(flavour, ranks) + [path, "-c", tmp / "plain"])
+            self.assertEqual(plain.returncode, 0, plain.stderr)
+            traced = run([PSKEL, "run", "-o", tmp / "trace", "--"] + launcher(flavour, ranks) +
+                         [path, "-c", tmp / "traced"])
+            self.assertEqual(traced.returncode, 0, traced.stderr)
+            self.assertEqual(traced.stdout, plain.stdout, "tracing changed the program's output")
+            self.assertNotIn("pskel: trace:", traced.stderr)
+
+            counts = read_counts(tmp / "traced")
+            self.assertEqual(sorted(counts), list(range(ranks)), "every rank writes its counts")
+            self.assertEqual(counts, read_counts(tmp / "plain"))
+            info = info_json(tmp / "trace")
+            self.assertEqual(info["ranks"], ranks)
+            self.assertEqual(info["functions"], summed(counts))
+            self.assertEqual(info["events_per_rank"],
+                             [sum(counts[r].values()) for r in range(ranks)])
+            self.assertEqual(info["events"], sum(info["events_per_rank"]))
+            self.assertTrue(info["complete"])
+            self.assertGreater(info["wall_seconds"], 0)
+
+
+def add_app_tests():
+    apps = app_binaries()
+    for name, lang, flavour, path in apps:
+        for ranks in RANKS:
+            def test(self, path=path, flavour=flavour, ranks=ranks):
+                self.check_app(path, flavour, ranks)
+            test_name = f"test_{name}_{lang}_{flavour}_{ranks}_ranks"
+            setattr(TracedAppsReportExactCalls, test_name, test)
+    return apps
+
+
+APP_LIST = add_app_tests()
+
+
+def ring(flavour):
+    return APPS / f"ring.{flavour}"
+
+
+class BadTraceDirectories(unittest.TestCase):
+    def run_with_trace_dir(self, flavour, trace_dir, app_args=(), extra_env=None):
+        env = mpi_env({"LD_PRELOAD": str(tracer(flavour)), "PSKEL_TRACE_DIR": str(trace_dir),
+                       **(extra_env or {})})
+        return run(launcher(flavour, 2) + [ring(flavour), *app_args], env=env)
+
+    def test_unwritable_trace_directory_leaves_the_program_running_with_one_warning(self):
+        for flavour in ("mpich", "openmpi"):
+            with self.subTest(flavour=flavour), tempfile.TemporaryDirectory() as tmp:
+                plain = run(launcher(flavour, 2) + [ring(flavour)])
+                blocker = pathlib.Path(tmp) / "file"
+                blocker.write_text("a file, so no directory can be made below it")
+                r = self.run_with_trace_dir(flavour, blocker / "trace")
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertEqual(r.stdout, plain.stdout)
+                warnings = [l for l in r.stderr.splitlines() if l.startswith("pskel:")]
+                self.assertEqual(len(warnings), 1, r.stderr)
+                self.assertIn("cannot create directory", warnings[0])
+                self.assertIn("runs untraced", warnings[0])
+
+    def test_full_trace_directory_leaves_the_program_running_with_one_warning(self):
+        if os.geteuid() != 0:
+            self.skipTest("mounting a small tmpfs needs root")
+        for flavour in ("mpich", "openmpi"):
+            with self.subTest(flavour=flavour), tempfile.TemporaryDirectory() as tmp:
+                mount = pathlib.Path(tmp) / "small"
+                mount.mkdir()
+                m = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=12k", "tmpfs", mount],
+                                   capture_output=True, text=True)
+                if m.returncode != 0:
+                    self.skipTest(f"cannot mount a tmpfs here: {m.stderr.strip()}")
+                try:
+                    plain = run(launcher(flavour, 2) + [ring(flavour), "-i", "200"])
+                    r = self.run_with_trace_dir(flavour, mount / "trace", ["-i", "200"],
+                                                {"PSKEL_TRACE_BUFFER_BYTES": "2048"})
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    self.assertEqual(r.stdout, plain.stdout)
+                    warnings = [l for l in r.stderr.splitlines() if l.startswith("pskel:")]
+                    self.assertEqual(len(warnings), 1, r.stderr)
+                    self.assertIn("No space left on device", warnings[0])
+                    # What was written is reported as incomplete, not misread.
+                    info = run([PSKEL, "info", mount / "trace"])
+                    self.assertEqual(info.returncode, 1)
+                    self.assertEqual(len(info.stderr.strip().splitlines()), 1, info.stderr)
+                finally:
+                    subprocess.run(["umount", mount], check=False)
+
+
+class PreloadIntoNonMpiPrograms(unittest.TestCase):
+    def test_shell_and_sleep_are_unchanged(self):
+        for flavour in ("mpich", "openmpi"):
+            with self.subTest(flavour=flavour), tempfile.TemporaryDirectory() as tmp:
+                env = mpi_env({"LD_PRELOAD": str(tracer(flavour))})
+                r = run(["bash", "-c", "echo out; echo err >&2; exit 3"], env=env, cwd=tmp)
+                self.assertEqual((r.returncode, r.stdout, r.stderr), (3, "out\n", "err\n"))
+                r = run(["sleep", "0.1"], env=env, cwd=tmp)
+                self.assertEqual((r.returncode, r.stdout, r.stderr), (0, "", ""))
+                r = run(["bash", "-c", "true"], env=env, cwd=tmp)
+                self.assertEqual((r.returncode, r.stdout, r.stderr), (0, "", ""))
+                self.assertEqual(os.listdir(tmp), [], "an inert tracer writes no files")
+
+
+class RunAndInfoCommandLine(unittest.TestCase):
+    def test_run_detects_each_mpi_and_reports_json(self):
+        for flavour in ("mpich", "openmpi"):
+            with self.subTest(flavour=flavour), tempfile.TemporaryDirectory() as tmp:
+                r = run([PSKEL, "run", "--json", "-o", f"{tmp}/t", "--"] + launcher(flavour, 2) +
+                        [ring(flavour)])
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertIn(f'"mpi": "{flavour}"', r.stdout)
+                self.assertIn(f'"trace_dir": "{tmp}/t"', r.stdout)
+                self.assertEqual(info_json(f"{tmp}/t")["ranks"], 2)
+
+    def test_run_refuses_a_non_empty_output_directory(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            pathlib.Path(tmp, "x").write_text("keep me")
+            r = run([PSKEL, "run", "-o", tmp, "--", "mpiexec.mpich", "-n", "2", ring("mpich")])
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("not empty", r.stderr)
+            self.assertEqual(pathlib.Path(tmp, "x").read_text(), "keep me")
+
+    def test_run_without_an_mpi_program_is_a_clear_error(self):
+        r = run([PSKEL, "run", "--", "bash", "-c", "true"])
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1)
+        self.assertIn("--mpi", r.stderr)
+
+    def test_info_on_damaged_traces_gives_one_line_and_exit_1(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            r = run([PSKEL, "run", "-o", f"{tmp}/t", "--", "mpiexec.mpich", "-n", "2",
+                     ring("mpich")])
+            self.assertEqual(r.returncode, 0, r.stderr)
+            rank1 = pathlib.Path(tmp, "t", "rank.1.pskt")
+            data = rank1.read_bytes()
+            cases = {
+                "truncated": data[: len(data) - 40],
+                "corrupt": data[:300] + bytes([data[300] ^ 0xFF]) + data[301:],
+            }
+            for problem, damaged in cases.items():
+                with self.subTest(problem=problem):
+                    shutil.copytree(f"{tmp}/t", f"{tmp}/{problem}")
+                    pathlib.Path(tmp, problem, "rank.1.pskt").write_bytes(damaged)
+                    r = run([PSKEL, "info", f"{tmp}/{problem}"])
+                    self.assertEqual(r.returncode, 1)
+                    lines = r.stderr.strip().splitlines()
+                    self.assertEqual(len(lines), 1, r.stderr)
+                    self.assertIn("rank.1.pskt", lines[0])
+                    self.assertIn(problem, lines[0])
+            r = run([PSKEL, "info", f"{tmp}/does-not-exist"])
+            self.assertEqual((r.returncode, len(r.stderr.strip().splitlines())), (1, 1))
+
+    def test_usage_errors_exit_2_and_help_works(self):
+        self.assertEqual(run([PSKEL, "info"]).returncode, 2)
+        self.assertEqual(run([PSKEL, "frobnicate"]).returncode, 2)
+        for args in (["--help"], ["run", "--help"], ["info", "--help"]):
+            r = run([PSKEL] + args)
+            self.assertEqual(r.returncode, 0)
+            self.assertIn("Usage", r.stdout)
+
+
+class EveryTestProgramIsBuilt(unittest.TestCase):
+    def test_both_mpis_and_fortran_twins_exist(self):
+        names = {(n, l, f) for n, l, f, _ in APP_LIST}
+        self.assertGreaterEqual(len({n for n, _, _ in names}), 8)
+        for flavour in ("mpich", "openmpi"):
+            self.assertIn(("ring", "fortran", flavour), names)
+            self.assertIn(("stencil", "c", flavour), names)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

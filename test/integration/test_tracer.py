@@ -34,7 +34,9 @@ class TracedAppsReportExactCalls(unittest.TestCase):
 
             counts = read_counts(tmp / "traced")
             self.assertEqual(sorted(counts), list(range(ranks)), "every rank writes its counts")
-            self.assertEqual(counts, read_counts(tmp / "plain"))
+            # Per rank, a run can differ from another (master/worker hands out tasks in arrival
+            # order); the totals cannot.
+            self.assertEqual(summed(counts), summed(read_counts(tmp / "plain")))
             info = info_json(tmp / "trace")
             self.assertEqual(info["ranks"], ranks)
             self.assertEqual(info["functions"], summed(counts))

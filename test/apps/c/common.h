@@ -1,0 +1,119 @@
+/* What every pskel test application shares: options, the compute kernel, the report line and
+ * the end of the run. Include after mpi.h and counts.h.
+ *
+ * Options: -n SIZE  problem size (its meaning is each program's own)
+ *          -i ITERS iterations
+ *          -w WORK  about WORK*1000 flops of compute per iteration and rank (0: none)
+ *          -c DIR   write DIR/counts.RANK, the calls of each traced MPI function
+ *          -t       rank 0 prints elapsed_seconds=SECONDS to stderr
+ *          -h       help
+ */
+#ifndef PSKEL_TEST_APPS_COMMON_H
+#define PSKEL_TEST_APPS_COMMON_H
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct options {
+    const char *name;      /* program name, first word of the report line */
+    const char *size_help; /* what -n means */
+    int n, iters, work;
+    const char *count_dir; /* -c, or NULL */
+    int timing;            /* -t */
+    double start;          /* MPI_Wtime() right after init */
+};
+
+static void usage(FILE *out, const struct options *o)
+{
+    fprintf(out,
+            "usage: %s [-n SIZE] [-i ITERS] [-w WORK] [-c DIR] [-t]\n"
+            "  -n SIZE   %s (default %d)\n"
+            "  -i ITERS  iterations (default %d)\n"
+            "  -w WORK   about WORK*1000 flops per iteration and rank (default %d)\n"
+            "  -c DIR    write DIR/counts.RANK: calls per traced MPI function\n"
+            "  -t        print elapsed_seconds=... to stderr (rank 0)\n",
+            o->name, o->size_help, o->n, o->iters, o->work);
+}
+
+static int parse_int(const char *s, int min, int *out)
+{
+    char *end;
+    long v = s ? strtol(s, &end, 10) : 0;
+    if (!s || *s == '\0' || *end != '\0' || v < min || v > INT_MAX)
+        return 0;
+    *out = (int)v;
+    return 1;
+}
+
+/* Parses argv into o (which holds the defaults). Returns -1 to go on, else the exit status
+ * (0 after -h, 2 after a bad option); only rank 0 prints. */
+static int parse_options(int argc, char **argv, struct options *o, int rank)
+{
+    for (int i = 1; i < argc; ++i) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int ok = 1;
+        if (strcmp(a, "-n") == 0) {
+            ok = parse_int(v, 1, &o->n);
+            ++i;
+        } else if (strcmp(a, "-i") == 0) {
+            ok = parse_int(v, 0, &o->iters);
+            ++i;
+        } else if (strcmp(a, "-w") == 0) {
+            ok = parse_int(v, 0, &o->work);
+            ++i;
+        } else if (strcmp(a, "-c") == 0) {
+            o->count_dir = v;
+            ok = v != NULL && *v != '\0';
+            ++i;
+        } else if (strcmp(a, "-t") == 0) {
+            o->timing = 1;
+        } else if (strcmp(a, "-h") == 0) {
+            if (rank == 0)
+                usage(stdout, o);
+            return 0;
+        } else {
+            ok = 0;
+        }
+        if (!ok) {
+            if (rank == 0) {
+                fprintf(stderr, "%s: bad option or value: %s\n", o->name, a);
+                usage(stderr, o);
+            }
+            return 2;
+        }
+    }
+    return -1;
+}
+
+/* The compute of one iteration: 500*work steps of 2 dependent flops, seeded by x. The result
+ * depends on x and work, so callers feed it into their data and it cannot be optimised away. */
+static inline double burn(int work, double x)
+{
+    for (long k = 0; k < 500L * work; ++k)
+        x = x * 0.999 + 0.001;
+    return x;
+}
+
+/* Rank 0 prints the one line of standard output. */
+static void report(const struct options *o, int rank, int size, double checksum)
+{
+    if (rank == 0)
+        printf("%s: ranks=%d n=%d iters=%d work=%d checksum=%.12e\n", o->name, size, o->n,
+               o->iters, o->work, checksum);
+}
+
+/* Ends the run: timing, MPI_Finalize, then the counts file. Returns the exit status. */
+static int finish(const struct options *o, int rank, int status)
+{
+    if (o->timing && rank == 0)
+        fprintf(stderr, "elapsed_seconds=%.6f\n", MPI_Wtime() - o->start);
+    fflush(stdout);
+    CALL(MPI_Finalize, );
+    if (o->count_dir && counts_write(o->count_dir, rank) != 0 && status == 0)
+        status = 1;
+    return status;
+}
+
+#endif

@@ -1,0 +1,165 @@
+// meta_writer (core/tracer/meta_writer.h): JSON string escaping and the meta.json it writes.
+#include "meta_writer.h"
+
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include "test_support.h"
+
+using namespace pskel::test;
+using pskel::tracer::json_escape;
+using pskel::tracer::MetaInfo;
+using pskel::tracer::write_meta;
+
+namespace {
+
+// What a JSON parser makes of `s` escaped and put in quotes.
+std::string json_round_trip(const std::string& s) {
+  const auto j = nlohmann::json::parse("\"" + json_escape(s) + "\"", nullptr, false);
+  REQUIRE_MESSAGE(j.is_string(), "escaped text is not a JSON string: " << json_escape(s));
+  return j.get<std::string>();
+}
+
+MetaInfo sample_meta(const std::string& dir) {
+  MetaInfo m;
+  m.dir = dir;
+  m.run_id = "run \"quoted\" \\ 1";
+  m.flavour = 2;
+  m.ranks = 3;
+  m.hosts.assign(3 * 64, '\0');
+  m.hosts.replace(0, 5, "alpha");
+  m.hosts.replace(64, 9, "be\"ta\\\n\x01");
+  m.hosts.replace(128, 64, std::string(64, 'g'));  // exactly 64 bytes, no NUL
+  m.work_ns_per_unit = {1.25, 0.1, 1e-3};
+  m.start_realtime_ns = 1'700'000'000'000'000'001;
+  m.end_realtime_ns = 1'700'000'009'000'000'002;
+  m.init_entry_ns = -5;
+  m.total_records = 123456789012ULL;
+  m.complete = true;
+  return m;
+}
+
+nlohmann::json read_json(const std::string& path) {
+  const auto bytes = read_bytes(path);
+  auto j = nlohmann::json::parse(bytes.begin(), bytes.end(), nullptr, false);
+  REQUIRE_MESSAGE(!j.is_discarded(), "not JSON: " << std::string(bytes.begin(), bytes.end()));
+  return j;
+}
+
+}  // namespace
+
+TEST_CASE("json_escape leaves plain text alone") {
+  CHECK(json_escape("") == "");
+  CHECK(json_escape("node017.cluster-x_1/2 :~") == "node017.cluster-x_1/2 :~");
+  CHECK(json_escape("caf\xc3\xa9") == "caf\xc3\xa9");  // UTF-8 passes through
+  CHECK(json_escape("\x7f") == "\x7f");
+}
+
+TEST_CASE("json_escape escapes quotes and backslashes") {
+  CHECK(json_escape("\"") == "\\\"");
+  CHECK(json_escape("\\") == "\\\\");
+  CHECK(json_escape("a\"b\\c") == "a\\\"b\\\\c");
+  CHECK(json_escape("\\\"") == "\\\\\\\"");
+}
+
+TEST_CASE("json_escape writes control characters as \\n, \\t, \\r or \\u00XX") {
+  CHECK(json_escape("\n") == "\\n");
+  CHECK(json_escape("\t") == "\\t");
+  CHECK(json_escape("\r") == "\\r");
+  CHECK(json_escape("\x01") == "\\u0001");
+  CHECK(json_escape(std::string(1, '\0')) == "\\u0000");
+  CHECK(json_escape("\x08") == "\\u0008");
+  const std::string us = json_escape("\x1f");
+  REQUIRE(us.size() == 6);
+  CHECK(us.substr(0, 4) == "\\u00");
+  CHECK((us.substr(4) == "1f" || us.substr(4) == "1F"));
+  // Every control character becomes an escape without any raw control byte left.
+  for (int c = 0; c < 0x20; ++c) {
+    const std::string e = json_escape(std::string(1, static_cast<char>(c)));
+    CAPTURE(c);
+    CHECK(e[0] == '\\');
+    for (const char ch : e) CHECK(static_cast<unsigned char>(ch) >= 0x20);
+  }
+}
+
+TEST_CASE("every byte string json_escape produces parses back to the original") {
+  std::string all;
+  for (int c = 1; c < 0x80; ++c) all += static_cast<char>(c);
+  CHECK(json_round_trip(all) == all);
+  const std::string with_nul("a\0b", 3);
+  CHECK(json_round_trip(with_nul) == with_nul);
+  CHECK(json_round_trip("\"\\\"\\\\\n\t") == "\"\\\"\\\\\n\t");
+  CHECK(json_round_trip("caf\xc3\xa9") == "caf\xc3\xa9");
+}
+
+TEST_CASE("write_meta writes a JSON meta.json holding what it was given") {
+  TempDir dir;
+  ::unsetenv("SLURM_JOB_ID");
+  REQUIRE(write_meta(sample_meta(dir.path())));
+  const auto j = read_json(dir.file("meta.json"));
+  CHECK(j["format"] == "pskel-trace");
+  CHECK(j["version"] == pskel::trace::kFormatVersion);
+  CHECK(j["run_id"] == "run \"quoted\" \\ 1");
+  CHECK(j["complete"] == true);
+  CHECK(j["job_id"].is_null());
+  CHECK(j["ranks"] == 3);
+  CHECK(j["mpi"] == "openmpi");
+  CHECK(j["start_realtime_ns"] == 1'700'000'000'000'000'001);
+  CHECK(j["end_realtime_ns"] == 1'700'000'009'000'000'002);
+  CHECK(j["init_entry_ns"] == -5);
+  CHECK(j["records"] == 123456789012ULL);
+  CHECK(j["hosts"] == nlohmann::json::array({"alpha", "be\"ta\\\n\x01", std::string(64, 'g')}));
+  REQUIRE(j["work_ns_per_unit"].size() == 3);
+  CHECK(j["work_ns_per_unit"][0].get<double>() == 1.25);
+  CHECK(j["work_ns_per_unit"][1].get<double>() == 0.1);   // precision 17: exact round trip
+  CHECK(j["work_ns_per_unit"][2].get<double>() == 1e-3);
+  CHECK(j["executable"].is_string());
+  CHECK_FALSE(j["executable"].get<std::string>().empty());
+  REQUIRE(j["args"].is_array());
+  CHECK_FALSE(j["args"].empty());
+  // Replaced atomically: no temporary left behind.
+  struct stat st;
+  CHECK(::stat(dir.file("meta.json.tmp").c_str(), &st) != 0);
+}
+
+TEST_CASE("write_meta records SLURM_JOB_ID as an escaped string and an unknown flavour") {
+  TempDir dir;
+  REQUIRE(::setenv("SLURM_JOB_ID", "12\"34", 1) == 0);
+  MetaInfo m = sample_meta(dir.path());
+  m.flavour = 77;
+  m.complete = false;
+  const bool written = write_meta(m);
+  ::unsetenv("SLURM_JOB_ID");
+  REQUIRE(written);
+  const auto j = read_json(dir.file("meta.json"));
+  CHECK(j["job_id"] == "12\"34");
+  CHECK(j["mpi"] == "unknown");
+  CHECK(j["complete"] == false);
+}
+
+TEST_CASE("write_meta replaces an existing meta.json") {
+  TempDir dir;
+  write_text(dir.file("meta.json"), "old contents that are much longer than the new ones would be......");
+  MetaInfo m = sample_meta(dir.path());
+  m.ranks = 1;
+  m.hosts.resize(64);
+  m.work_ns_per_unit = {2.0};
+  REQUIRE(write_meta(m));
+  const auto j = read_json(dir.file("meta.json"));
+  CHECK(j["ranks"] == 1);
+  CHECK(j["hosts"].size() == 1);
+}
+
+TEST_CASE("write_meta into a nonexistent directory returns false") {
+  TempDir dir;
+  MetaInfo m = sample_meta(dir.file("absent"));
+  CHECK_FALSE(write_meta(m));
+  struct stat st;
+  CHECK(::stat(dir.file("absent").c_str(), &st) != 0);
+}

@@ -1,0 +1,231 @@
+// read_trace_dir and summarize over small trace directories built by hand: meta.json from
+// write_meta (or written directly) and rank files from TraceWriter.
+#include <sys/stat.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+#include "meta_writer.h"
+#include "test_support.h"
+#include "trace/reader.h"
+
+using namespace pskel::test;
+namespace tr = pskel::trace;
+using pskel::tracer::MetaInfo;
+
+namespace {
+
+const char kRunId[] = "20240101T000000-abcdef";
+
+MetaInfo meta_for(const std::string& dir, int ranks, const std::string& run_id = kRunId) {
+  MetaInfo m;
+  m.dir = dir;
+  m.run_id = run_id;
+  m.flavour = static_cast<uint32_t>(tr::Flavour::mpich);
+  m.ranks = ranks;
+  m.hosts.assign(static_cast<size_t>(ranks) * 64, '\0');
+  for (int r = 0; r < ranks; ++r) {
+    const std::string host = "host" + std::to_string(r);
+    m.hosts.replace(static_cast<size_t>(r) * 64, host.size(), host);
+  }
+  m.work_ns_per_unit.assign(static_cast<size_t>(ranks), 1.5);
+  m.start_realtime_ns = 1'700'000'000'000'000'000;
+  m.end_realtime_ns = 1'700'000'004'000'000'000;
+  m.init_entry_ns = 12345;
+  m.complete = true;
+  return m;
+}
+
+Entry event(tr::FunctionId f, int64_t i, int64_t bytes, uint16_t aux = 0) {
+  Entry e = make_entry(f, i, aux);
+  e.record.bytes = bytes;
+  return e;
+}
+
+// pskel_comm_define: a pseudo-record, with a late t_end and bytes that must not be counted.
+Entry comm_define(int64_t i) {
+  Entry e = make_entry(tr::FunctionId::pskel_comm_define, i, 2);
+  e.record.t_end = 9'000'000'000;
+  e.record.bytes = 1'000'000;
+  return e;
+}
+
+std::string rank_path(const TempDir& dir, int r) {
+  return dir.file("rank." + std::to_string(r) + ".pskt");
+}
+
+// Two ranks: rank 0 ends at 2 s, rank 1 at 3.5 s.
+void write_two_rank_trace(const TempDir& dir, const std::string& run1 = kRunId) {
+  REQUIRE(pskel::tracer::write_meta(meta_for(dir.path(), 2)));
+  write_rank_file(rank_path(dir, 0), make_header(0, 2, kRunId),
+                  {comm_define(0), event(tr::FunctionId::MPI_Send, 1, 100),
+                   event(tr::FunctionId::MPI_Send, 2, 100), event(tr::FunctionId::MPI_Send, 3, 100),
+                   event(tr::FunctionId::MPI_Barrier, 4, 0)},
+                  1 << 16, EndInfo{2'000'000'000, 0, 0});
+  write_rank_file(rank_path(dir, 1), make_header(1, 2, run1),
+                  {comm_define(0), comm_define(1), event(tr::FunctionId::MPI_Recv, 1, 100),
+                   event(tr::FunctionId::MPI_Recv, 2, 100), event(tr::FunctionId::MPI_Recv, 3, 100),
+                   event(tr::FunctionId::MPI_Barrier, 4, -7),
+                   event(tr::FunctionId::MPI_Waitall, 5, 0, 8),
+                   event(tr::FunctionId::MPI_Waitall, 6, 0, 4)},
+                  1 << 16, EndInfo{3'500'000'000, 0, 0});
+}
+
+template <class T>
+void check_error(const pskel::Result<T>& r, const std::string& file,
+                 std::initializer_list<std::string_view> needles) {
+  REQUIRE_MESSAGE(!r.ok(), "accepted, expected an error on " << file);
+  INFO("error: " << r.error().line());
+  CHECK(r.error().file == file);
+  for (const std::string_view n : needles)
+    CHECK_MESSAGE(contains(r.error().what, n), "missing '" << n << "'");
+}
+
+}  // namespace
+
+TEST_CASE("a hand-built two-rank trace directory is read with its meta.json and both ranks") {
+  TempDir dir;
+  write_two_rank_trace(dir);
+  auto set = tr::read_trace_dir(dir.path());
+  REQUIRE_MESSAGE(set.ok(), set.error().line());
+  const tr::TraceSet& t = set.value();
+  CHECK(t.dir == dir.path());
+  CHECK(t.meta["run_id"] == kRunId);
+  CHECK(t.meta["ranks"] == 2);
+  CHECK(t.meta["mpi"] == "mpich");
+  REQUIRE(t.ranks.size() == 2);
+  CHECK(t.ranks[0].header.rank == 0);
+  CHECK(t.ranks[1].header.rank == 1);
+  CHECK(t.ranks[0].records.size() == 5);
+  CHECK(t.ranks[1].records.size() == 8);
+  CHECK(t.ranks[1].aux_of(6).size() == 8);
+  CHECK(t.ranks[0].complete);
+  CHECK(t.ranks[1].complete);
+}
+
+TEST_CASE("summarize counts events per function and rank, leaving out comm_define records") {
+  TempDir dir;
+  write_two_rank_trace(dir);
+  auto set = tr::read_trace_dir(dir.path());
+  REQUIRE_MESSAGE(set.ok(), set.error().line());
+  const tr::TraceSummary s = tr::summarize(set.value());
+  CHECK(s.ranks == 2);
+  CHECK(s.events == 10);
+  CHECK(s.events_per_rank == std::vector<uint64_t>{4, 6});
+  const std::vector<std::pair<std::string, uint64_t>> functions = {
+      {"MPI_Barrier", 2}, {"MPI_Recv", 3}, {"MPI_Send", 3}, {"MPI_Waitall", 2}};
+  CHECK(s.functions == functions);
+  // The latest end_ns (rank 1, 3.5 s); comm_define's t_end of 9 s does not count.
+  CHECK(s.wall_seconds == doctest::Approx(3.5));
+  // Sent + received bytes of events; negative byte counts count as 0, comm_define not at all.
+  CHECK(s.bytes == 600u);
+}
+
+TEST_CASE("summarize of truncated ranks takes the wall time from the last event's t_end") {
+  TempDir dir;
+  REQUIRE(pskel::tracer::write_meta(meta_for(dir.path(), 1)));
+  {
+    pskel::tracer::TraceWriter w;  // no close(): no end block
+    REQUIRE(w.open(rank_path(dir, 0), make_header(0, 1, kRunId), 0));
+    Entry late = event(tr::FunctionId::MPI_Send, 1, 8);
+    late.record.t_end = 1'250'000'000;
+    append(w, late);
+    append(w, comm_define(2));
+    w.flush();
+  }
+  check_error(tr::read_trace_dir(dir.path()), rank_path(dir, 0), {"truncated"});
+  auto set = tr::read_trace_dir(dir.path(), tr::ReadOptions{.allow_truncated = true});
+  REQUIRE_MESSAGE(set.ok(), set.error().line());
+  CHECK_FALSE(set.value().ranks[0].complete);
+  const tr::TraceSummary s = tr::summarize(set.value());
+  CHECK(s.events == 1);
+  CHECK(s.wall_seconds == doctest::Approx(1.25));
+}
+
+TEST_CASE("a missing rank file is reported by name as missing") {
+  TempDir dir;
+  write_two_rank_trace(dir);
+  REQUIRE(::unlink(rank_path(dir, 1).c_str()) == 0);
+  auto set = tr::read_trace_dir(dir.path());
+  check_error(set, rank_path(dir, 1), {"missing", "announces 2 ranks"});
+  CHECK(contains(set.error().line(), "rank.1.pskt"));
+}
+
+TEST_CASE("a rank file from another run is rejected") {
+  TempDir dir;
+  write_two_rank_trace(dir, "some-other-run");
+  check_error(tr::read_trace_dir(dir.path()), rank_path(dir, 1),
+              {"another run", "some-other-run", kRunId});
+}
+
+TEST_CASE("a rank file holding another rank than its name says is rejected") {
+  TempDir dir;
+  REQUIRE(pskel::tracer::write_meta(meta_for(dir.path(), 2)));
+  write_rank_file(rank_path(dir, 0), make_header(0, 2, kRunId), {});
+  write_rank_file(rank_path(dir, 1), make_header(0, 2, kRunId), {});
+  check_error(tr::read_trace_dir(dir.path()), rank_path(dir, 1),
+              {"holds rank 0 of 2, expected rank 1 of 2"});
+}
+
+TEST_CASE("a rank file of a different world size than meta.json is rejected") {
+  TempDir dir;
+  REQUIRE(pskel::tracer::write_meta(meta_for(dir.path(), 1)));
+  write_rank_file(rank_path(dir, 0), make_header(0, 2, kRunId), {});
+  check_error(tr::read_trace_dir(dir.path()), rank_path(dir, 0), {"expected rank 0 of 1"});
+}
+
+TEST_CASE("a corrupt rank file in a trace directory is reported by its own name") {
+  TempDir dir;
+  write_two_rank_trace(dir);
+  auto bytes = read_bytes(rank_path(dir, 0));
+  bytes[300] ^= 0x10;
+  REQUIRE(::unlink(rank_path(dir, 0).c_str()) == 0);
+  write_bytes(rank_path(dir, 0), bytes.data(), bytes.size());
+  check_error(tr::read_trace_dir(dir.path()), rank_path(dir, 0), {"corrupt", "checksum"});
+}
+
+TEST_CASE("a meta.json that is not a JSON object is rejected") {
+  TempDir dir;
+  write_two_rank_trace(dir);
+  const std::string meta = dir.file("meta.json");
+  for (const char* text : {"{\"ranks\": 2, \"run_id\": ", "not json at all", "", "[1, 2]", "42"}) {
+    CAPTURE(text);
+    write_text(meta, text);
+    check_error(tr::read_trace_dir(dir.path()), meta, {"not valid JSON"});
+  }
+}
+
+TEST_CASE("a meta.json without a positive integer rank count or a run id is rejected") {
+  TempDir dir;
+  write_two_rank_trace(dir);
+  const std::string meta = dir.file("meta.json");
+  for (const char* ranks : {"-1", "0", "2.5", "\"2\"", "null", "99999999999", "18446744073709551615"}) {
+    CAPTURE(ranks);
+    write_text(meta, std::string("{\"ranks\": ") + ranks + ", \"run_id\": \"" + kRunId + "\"}");
+    check_error(tr::read_trace_dir(dir.path()), meta, {"ranks"});
+  }
+  write_text(meta, "{\"ranks\": 2}");
+  check_error(tr::read_trace_dir(dir.path()), meta, {"run_id"});
+  write_text(meta, "{\"ranks\": 2, \"run_id\": 7}");
+  check_error(tr::read_trace_dir(dir.path()), meta, {"run_id"});
+  // The same directory with a good meta.json is fine.
+  write_text(meta, std::string("{\"ranks\": 2, \"run_id\": \"") + kRunId + "\"}");
+  auto ok = tr::read_trace_dir(dir.path());
+  CHECK_MESSAGE(ok.ok(), ok.error().line());
+}
+
+TEST_CASE("a nonexistent trace directory, a file, or a directory without meta.json is an error") {
+  TempDir dir;
+  const std::string nowhere = dir.file("nowhere");
+  check_error(tr::read_trace_dir(nowhere), nowhere, {"no such trace directory"});
+
+  const std::string file = dir.file("plain");
+  write_text(file, "x");
+  check_error(tr::read_trace_dir(file), file, {"not a directory"});
+
+  check_error(tr::read_trace_dir(dir.path()), dir.file("meta.json"), {"missing"});
+}

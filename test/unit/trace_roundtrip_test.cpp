@@ -1,0 +1,242 @@
+// TraceWriter -> read_rank_file: everything written comes back, whatever the block layout.
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+#include "test_support.h"
+#include "trace/reader.h"
+#include "trace_writer.h"
+
+using namespace pskel::test;
+using pskel::tracer::TraceWriter;
+namespace tr = pskel::trace;
+
+namespace {
+
+constexpr size_t kMinBuffer = sizeof(tr::Record) * 16;  // the writer's smallest buffer
+
+// Checks that `got` holds exactly `want`: records, aux words, header, end block.
+void check_trace(const tr::RankTrace& got, const tr::FileHeader& header,
+                 const std::vector<Entry>& want, const EndInfo& end) {
+  CHECK(std::memcmp(&got.header, &header, sizeof header) == 0);
+  CHECK(got.complete);
+  CHECK(got.end.records == want.size());
+  CHECK(got.end.dropped_records == 0);
+  CHECK(got.end.end_ns == end.end_ns);
+  CHECK(got.end.untraced_thread_calls == end.untraced_thread_calls);
+  CHECK(got.end.untracked_requests == end.untracked_requests);
+  REQUIRE(got.records.size() == want.size());
+  REQUIRE(got.aux_begin.size() == want.size());
+  size_t total_aux = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    CAPTURE(i);
+    REQUIRE(got.records[i] == want[i].record);
+    const auto aux = got.aux_of(i);
+    REQUIRE(aux.size() == want[i].aux.size());
+    if (!std::equal(aux.begin(), aux.end(), want[i].aux.begin()))
+      FAIL_CHECK("aux words of record " << i << " differ");
+    total_aux += want[i].aux.size();
+  }
+  CHECK(got.aux.size() == total_aux);
+}
+
+const tr::FunctionId kFunctions[] = {tr::FunctionId::MPI_Send,    tr::FunctionId::MPI_Irecv,
+                                     tr::FunctionId::MPI_Waitall, tr::FunctionId::MPI_Barrier,
+                                     tr::FunctionId::MPI_Allreduce,
+                                     tr::FunctionId::pskel_comm_define};
+
+}  // namespace
+
+TEST_CASE("records with varied aux words survive a round trip through many small blocks") {
+  TempDir dir;
+  const std::string path = dir.file("rank.0.pskt");
+  const tr::FileHeader header = make_header(0, 4);
+  std::vector<Entry> entries;
+  // The first, a middle and the last record are larger than the whole buffer (a huge Waitall).
+  const uint16_t huge = 400;  // 80 + 3200 bytes > 1280
+  entries.push_back(make_entry(tr::FunctionId::MPI_Waitall, 0, huge));
+  for (int64_t i = 1; i < 600; ++i) {
+    const uint16_t aux = i == 300 ? huge : static_cast<uint16_t>((i * 5) % 23);
+    entries.push_back(make_entry(kFunctions[i % 6], i, aux));
+  }
+  entries.push_back(make_entry(tr::FunctionId::MPI_Waitall, 600, huge));
+  const EndInfo end{123'456'789'012, 7, 9};
+
+  TraceWriter w;
+  REQUIRE(w.open(path, header, 0));  // 0: the smallest buffer the writer allows
+  CHECK(w.is_open());
+  for (const Entry& e : entries) append(w, e);
+  REQUIRE_MESSAGE(w.close(end.end_ns, end.untraced_thread_calls, end.untracked_requests),
+                  w.error());
+  CHECK_FALSE(w.is_open());
+  CHECK_FALSE(w.failed());
+  CHECK(w.error().empty());
+  CHECK(w.records() == entries.size());
+  CHECK(w.dropped() == 0);
+
+  // The layout really has many blocks, each within the buffer size unless it holds one
+  // oversized record alone.
+  const auto blocks = walk_blocks(read_bytes(path));
+  REQUIRE(blocks.size() > 20);
+  CHECK(blocks.back().header.magic == tr::kEndBlockMagic);
+  CHECK(blocks.back().header.payload_bytes == sizeof(tr::EndPayload));
+  int oversized = 0;
+  uint64_t counted = 0;
+  for (size_t b = 0; b + 1 < blocks.size(); ++b) {
+    const tr::BlockHeader& h = blocks[b].header;
+    CHECK(h.magic == tr::kDataBlockMagic);
+    counted += h.record_count;
+    if (h.payload_bytes > kMinBuffer) {
+      ++oversized;
+      CHECK(h.record_count == 1);
+      CHECK(h.payload_bytes == sizeof(tr::Record) + huge * sizeof(int64_t));
+    }
+  }
+  CHECK(oversized == 3);
+  CHECK(counted == entries.size());
+
+  auto trace = tr::read_rank_file(path);
+  REQUIRE_MESSAGE(trace.ok(), trace.error().line());
+  check_trace(trace.value(), header, entries, end);
+}
+
+TEST_CASE("a record exactly the size of the buffer is buffered, not written on its own") {
+  TempDir dir;
+  const std::string path = dir.file("rank.0.pskt");
+  const tr::FileHeader header = make_header();
+  const uint16_t fill = (kMinBuffer - sizeof(tr::Record)) / sizeof(int64_t);  // 80 + 8*150 = 1280
+  std::vector<Entry> entries = {make_entry(tr::FunctionId::MPI_Send, 1, 0),
+                                make_entry(tr::FunctionId::MPI_Waitall, 2, fill),
+                                make_entry(tr::FunctionId::MPI_Waitall, 3, fill + 1),
+                                make_entry(tr::FunctionId::MPI_Recv, 4, 0)};
+  write_rank_file(path, header, entries, 0);
+  const auto blocks = walk_blocks(read_bytes(path));
+  // [Send] [Waitall exactly full] [Waitall one word over, alone] [Recv] [end]
+  REQUIRE(blocks.size() == 5);
+  CHECK(blocks[0].header.record_count == 1);
+  CHECK(blocks[1].header.payload_bytes == kMinBuffer);
+  CHECK(blocks[2].header.payload_bytes == kMinBuffer + sizeof(int64_t));
+  CHECK(blocks[3].header.record_count == 1);
+
+  auto trace = tr::read_rank_file(path);
+  REQUIRE_MESSAGE(trace.ok(), trace.error().line());
+  check_trace(trace.value(), header, entries, EndInfo{});
+}
+
+TEST_CASE("with a large buffer all records go into one data block before the end block") {
+  TempDir dir;
+  const std::string path = dir.file("rank.2.pskt");
+  const tr::FileHeader header = make_header(2, 3, "single-block-run");
+  std::vector<Entry> entries;
+  for (int64_t i = 0; i < 100; ++i)
+    entries.push_back(make_entry(kFunctions[i % 6], i, static_cast<uint16_t>(i % 4)));
+  write_rank_file(path, header, entries, 1 << 20);
+  const auto blocks = walk_blocks(read_bytes(path));
+  REQUIRE(blocks.size() == 2);
+  CHECK(blocks[0].header.magic == tr::kDataBlockMagic);
+  CHECK(blocks[0].header.record_count == 100);
+  CHECK(blocks[1].header.magic == tr::kEndBlockMagic);
+
+  auto trace = tr::read_rank_file(path);
+  REQUIRE_MESSAGE(trace.ok(), trace.error().line());
+  check_trace(trace.value(), header, entries, EndInfo{});
+  CHECK(trace.value().header.rank == 2);
+  CHECK(trace.value().header.world_size == 3);
+  CHECK(std::string(trace.value().header.run_id) == "single-block-run");
+  CHECK(std::string(trace.value().header.hostname) == "node017.cluster");
+  CHECK(trace.value().header.pid == 4242u);
+  CHECK(trace.value().header.work_ns_per_unit == 3.25);
+}
+
+TEST_CASE("a trace with no records holds the header and an end block counting zero") {
+  TempDir dir;
+  const std::string path = dir.file("rank.0.pskt");
+  const tr::FileHeader header = make_header();
+  write_rank_file(path, header, {}, 4096, EndInfo{42, 0, 0});
+  CHECK(read_bytes(path).size() ==
+        sizeof(tr::FileHeader) + sizeof(tr::BlockHeader) + sizeof(tr::EndPayload));
+  auto trace = tr::read_rank_file(path);
+  REQUIRE_MESSAGE(trace.ok(), trace.error().line());
+  check_trace(trace.value(), header, {}, EndInfo{42, 0, 0});
+}
+
+TEST_CASE("flush() ends a block at that point and an empty flush writes nothing") {
+  TempDir dir;
+  const std::string path = dir.file("rank.0.pskt");
+  const tr::FileHeader header = make_header();
+  std::vector<Entry> entries;
+  for (int64_t i = 0; i < 10; ++i) entries.push_back(make_entry(tr::FunctionId::MPI_Send, i, 1));
+  TraceWriter w;
+  REQUIRE(w.open(path, header, 1 << 16));
+  w.flush();  // nothing buffered yet
+  for (int i = 0; i < 3; ++i) append(w, entries[static_cast<size_t>(i)]);
+  w.flush();
+  w.flush();
+  for (size_t i = 3; i < entries.size(); ++i) append(w, entries[i]);
+  REQUIRE(w.close(1, 0, 0));
+  const auto blocks = walk_blocks(read_bytes(path));
+  REQUIRE(blocks.size() == 3);
+  CHECK(blocks[0].header.record_count == 3);
+  CHECK(blocks[1].header.record_count == 7);
+  auto trace = tr::read_rank_file(path);
+  REQUIRE_MESSAGE(trace.ok(), trace.error().line());
+  check_trace(trace.value(), header, entries, EndInfo{1, 0, 0});
+}
+
+TEST_CASE("a writer closed without the end block leaves a file readable only as truncated") {
+  TempDir dir;
+  const std::string path = dir.file("rank.0.pskt");
+  const tr::FileHeader header = make_header();
+  std::vector<Entry> entries;
+  for (int64_t i = 0; i < 5; ++i) entries.push_back(make_entry(tr::FunctionId::MPI_Recv, i, 2));
+  {
+    TraceWriter w;  // a process exiting without MPI_Finalize: flush, then the fd just closes
+    REQUIRE(w.open(path, header, 1 << 16));
+    for (const Entry& e : entries) append(w, e);
+    w.flush();
+  }
+  auto strict = tr::read_rank_file(path);
+  REQUIRE_FALSE(strict.ok());
+  CHECK(contains(strict.error().line(), path));
+  CHECK(contains(strict.error().what, "truncated"));
+  CHECK(contains(strict.error().what, "no end block after 5 records"));
+
+  auto lenient = tr::read_rank_file(path, tr::ReadOptions{.allow_truncated = true});
+  REQUIRE_MESSAGE(lenient.ok(), lenient.error().line());
+  CHECK_FALSE(lenient.value().complete);
+  REQUIRE(lenient.value().records.size() == entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    CHECK(lenient.value().records[i] == entries[i].record);
+    const auto aux = lenient.value().aux_of(i);
+    CHECK(std::vector<int64_t>(aux.begin(), aux.end()) == entries[i].aux);
+  }
+}
+
+TEST_CASE("close() twice succeeds and records appended after close are counted as dropped") {
+  TempDir dir;
+  const std::string path = dir.file("rank.0.pskt");
+  TraceWriter w;
+  REQUIRE(w.open(path, make_header(), 0));
+  append(w, make_entry(tr::FunctionId::MPI_Send, 1, 0));
+  REQUIRE(w.close(10, 0, 0));
+  CHECK(w.close(10, 0, 0));
+  CHECK(w.records() == 1);
+  append(w, make_entry(tr::FunctionId::MPI_Send, 2, 0));
+  CHECK(w.dropped() == 1);
+  CHECK(w.records() == 1);
+  auto trace = tr::read_rank_file(path);
+  REQUIRE_MESSAGE(trace.ok(), trace.error().line());
+  CHECK(trace.value().records.size() == 1);
+}
+
+TEST_CASE("a writer that was never opened drops records and has nothing to close") {
+  TraceWriter w;
+  CHECK_FALSE(w.is_open());
+  append(w, make_entry(tr::FunctionId::MPI_Send, 1, 3));
+  CHECK(w.dropped() == 1);
+  CHECK(w.records() == 0);
+  CHECK(w.close(0, 0, 0));
+}

@@ -103,7 +103,7 @@ TEST_CASE("records with varied aux words survive a round trip through many small
   check_trace(trace.value(), header, entries, end);
 }
 
-TEST_CASE("a record exactly the size of the buffer is buffered, not written on its own") {
+TEST_CASE("records filling the buffer exactly or by one word more each end up in a block alone") {
   TempDir dir;
   const std::string path = dir.file("rank.0.pskt");
   const tr::FileHeader header = make_header();

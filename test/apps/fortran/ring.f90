@@ -71,7 +71,8 @@ program ring
     x = 0.5_dp * (x + r)
 
     ! 4. ready mode
-    call count_call('MPI_Irecv'); call MPI_Irecv(r, n, MPI_DOUBLE_PRECISION, left, 4, comm, req, ierr)
+    call count_call('MPI_Irecv')
+    call MPI_Irecv(r, n, MPI_DOUBLE_PRECISION, left, 4, comm, req, ierr)
     call count_call('MPI_Barrier'); call MPI_Barrier(comm, ierr)
     call count_call('MPI_Rsend'); call MPI_Rsend(x, n, MPI_DOUBLE_PRECISION, right, 4, comm, ierr)
     call count_call('MPI_Wait'); call MPI_Wait(req, MPI_STATUS_IGNORE, ierr)

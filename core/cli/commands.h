@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <string>
 
 namespace pskel::cli {
 
@@ -15,6 +16,15 @@ struct Subcommand {
 
 Subcommand add_run_command(CLI::App& app);
 Subcommand add_info_command(CLI::App& app);
+Subcommand add_compress_command(CLI::App& app);
+
+// `pskel compress DIR`: merge + loop compression of a trace directory (cmd_compress_trace.cpp).
+struct CompressTraceArgs {
+  std::string dir;
+  bool json = false;
+  bool show = false;
+};
+int compress_trace_dir(const CompressTraceArgs& args);
 
 // Prints "pskel: <line>" on stderr and returns 1: the answer to bad input.
 int fail(const std::string& line);

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   const std::vector<pskel::cli::Subcommand> commands = {
       pskel::cli::add_run_command(app),
       pskel::cli::add_info_command(app),
+      pskel::cli::add_compress_command(app),
   };
   try {
     app.parse(argc, argv);

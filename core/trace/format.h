@@ -38,6 +38,8 @@ enum class Op : uint8_t {
 inline constexpr uint8_t kFlagError = 1;        // the MPI call returned an error code
 inline constexpr uint8_t kFlagInPlace = 2;      // MPI_IN_PLACE was passed as the send buffer
 inline constexpr uint8_t kFlagFortran = 4;      // called through the Fortran bindings
+inline constexpr uint8_t kFlagAnySource = 8;    // a receive or probe posted with MPI_ANY_SOURCE
+inline constexpr uint8_t kFlagAnyTag = 16;      // a receive or probe posted with MPI_ANY_TAG
 
 // Fixed header at the start of every rank file.
 struct FileHeader {

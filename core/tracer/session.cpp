@@ -463,9 +463,15 @@ void Call::recv_counts(const int* counts) {
 void Call::counts_not_significant() { v_collective_ = true; }
 
 void Call::dest(int rank) { record_.peer = world_rank(rank); }
-void Call::source(int rank) { record_.source = world_rank(rank); }
+void Call::source(int rank) {
+  if (rank == MPI_ANY_SOURCE) record_.flags |= trace::kFlagAnySource;
+  record_.source = world_rank(rank);
+}
 void Call::tag(int tag) { record_.tag = tag == MPI_ANY_TAG ? trace::kAnyTag : tag; }
-void Call::recv_tag(int tag) { record_.recv_tag = tag == MPI_ANY_TAG ? trace::kAnyTag : tag; }
+void Call::recv_tag(int tag) {
+  if (tag == MPI_ANY_TAG) record_.flags |= trace::kFlagAnyTag;
+  record_.recv_tag = tag == MPI_ANY_TAG ? trace::kAnyTag : tag;
+}
 
 void Call::op(MPI_Op op) {
   static const MPI_Op kOps[] = {MPI_MAX,  MPI_MIN,  MPI_SUM,  MPI_PROD,   MPI_LAND,

@@ -1,0 +1,2 @@
+// Placeholder: loop compression is being written (issue 3).
+#include "compress/compress.h"

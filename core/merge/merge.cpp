@@ -1,0 +1,2 @@
+// Placeholder: the merge is being written (issue 3).
+#include "merge/merge.h"

@@ -1,0 +1,339 @@
+// Builds the loop tree from a merged trace and its folding; see looptree.h.
+#include "looptree/looptree.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include "trace/functions.h"
+
+namespace pskel::looptree {
+
+void Stat::add(int64_t x) {
+  if (n == 0 || x < min) min = x;
+  if (n == 0 || x > max) max = x;
+  ++n;
+  const double delta = static_cast<double>(x) - mean;
+  mean += delta / static_cast<double>(n);
+  m2 += delta * (static_cast<double>(x) - mean);
+}
+
+double Stat::stddev() const { return n > 1 ? std::sqrt(m2 / static_cast<double>(n - 1)) : 0.0; }
+
+namespace {
+
+[[noreturn]] void invariant_broken(const char* what) {
+  // The folding and the merged trace come from the same symbols; a mismatch is a pskel bug.
+  std::fprintf(stderr, "pskel: internal error: loop tree: %s\n", what);
+  std::abort();
+}
+
+struct RankRules {
+  RuleBuilder send_bytes, recv_bytes, tag, recv_tag;
+};
+
+// Walks the folded tree in execution order alongside the merged events, filling the tree.
+class Builder {
+ public:
+  Builder(const trace::TraceSet& trace, const merge::MergedTrace& merged)
+      : trace_(trace), merged_(merged),
+        first_event_of_symbol_(merged.symbol_key.size(), UINT64_MAX),
+        pending_entry_(static_cast<size_t>(merged.world_size), nullptr),
+        last_end_(static_cast<size_t>(merged.world_size), 0) {
+    for (uint64_t i = 0; i < merged.events.size(); ++i) {
+      const merge::Symbol s = merged.events[i].symbol;
+      if (s >= first_event_of_symbol_.size()) first_event_of_symbol_.resize(s + 1, UINT64_MAX);
+      if (first_event_of_symbol_[s] == UINT64_MAX) first_event_of_symbol_[s] = i;
+    }
+  }
+
+  std::vector<Item> shape(const compress::Sequence& nodes, uint64_t executions) {
+    std::vector<Item> items;
+    items.reserve(nodes.size());
+    for (const compress::Node& node : nodes) {
+      if (node.is_loop()) {
+        Loop loop;
+        loop.iterations = node.iterations;
+        loop.executions = executions;
+        loop.body = shape(node.body, executions * node.iterations);
+        items.push_back(Item{std::move(loop)});
+      } else {
+        items.push_back(Item{shape_event(node.symbol)});
+      }
+    }
+    return items;
+  }
+
+  // After shape(): sets each loop's ranks (the union of its body's) and sizes the scratch.
+  void index(std::vector<Item>& items) {
+    for (Item& item : items) {
+      if (!item.is_loop()) {
+        Event& event = std::get<Event>(item.node);
+        event.id = static_cast<uint32_t>(events_.size());
+        events_.push_back(&event);
+        rules_.emplace_back(event.ranks.size());
+        continue;
+      }
+      Loop& loop = std::get<Loop>(item.node);
+      index(loop.body);
+      std::vector<bool> member(static_cast<size_t>(merged_.world_size), false);
+      mark_ranks(loop.body, member);
+      for (size_t r = 0; r < member.size(); ++r)
+        if (member[r]) loop.ranks.push_back(RankLoop{static_cast<int32_t>(r), {}, {}});
+    }
+  }
+
+  void walk(std::vector<Item>& items) {
+    for (Item& item : items) {
+      if (item.is_loop()) walk_loop(std::get<Loop>(item.node));
+      else visit(std::get<Event>(item.node));
+    }
+  }
+
+  void finish() {
+    if (next_event_ != merged_.events.size()) invariant_broken("tree is shorter than the trace");
+    for (size_t e = 0; e < events_.size(); ++e) {
+      for (size_t j = 0; j < events_[e]->ranks.size(); ++j) {
+        RankCall& call = events_[e]->ranks[j];
+        const RankRules& rules = rules_[e][j];
+        call.send_bytes = rules.send_bytes.build();
+        call.recv_bytes = rules.recv_bytes.build();
+        call.tag = rules.tag.build();
+        call.recv_tag = rules.recv_tag.build();
+      }
+    }
+  }
+
+ private:
+  Event shape_event(merge::Symbol symbol) {
+    if (symbol >= first_event_of_symbol_.size() || first_event_of_symbol_[symbol] == UINT64_MAX)
+      invariant_broken("symbol not in the merged trace");
+    const merge::Event& first = merged_.events[first_event_of_symbol_[symbol]];
+    Event event;
+    event.symbol = symbol;
+    event.function = first.function;
+    bool first_part = true;
+    for (const merge::Part& part : merged_.parts_of(first)) {
+      const trace::Record& r = record(part);
+      if (first_part) {
+        event.comm = r.comm;
+        event.op = r.op;
+        event.flags = r.flags;
+        first_part = false;
+      }
+      RankCall call;
+      call.rank = part.rank;
+      call.peer = r.peer;
+      call.source = (r.flags & trace::kFlagAnySource) ? trace::kAnySource : r.source;
+      call.root = r.root;
+      call.sample = part;
+      event.ranks.push_back(std::move(call));
+    }
+    return event;
+  }
+
+  void mark_ranks(const std::vector<Item>& items, std::vector<bool>& member) const {
+    for (const Item& item : items) {
+      if (item.is_loop()) {
+        for (const RankLoop& r : item.loop().ranks) member[static_cast<size_t>(r.rank)] = true;
+      } else {
+        for (const RankCall& c : item.event().ranks) member[static_cast<size_t>(c.rank)] = true;
+      }
+    }
+  }
+
+  void walk_loop(Loop& loop) {
+    std::vector<int64_t> iteration_start(loop.ranks.size());
+    for (uint64_t it = 0; it < loop.iterations; ++it) {
+      for (size_t j = 0; j < loop.ranks.size(); ++j) {
+        const auto r = static_cast<size_t>(loop.ranks[j].rank);
+        iteration_start[j] = last_end_[r];
+        // Innermost wins: a loop entered later (nested, starting the body) takes the gap.
+        if (it == 0) pending_entry_[r] = &loop.ranks[j];
+      }
+      walk(loop.body);
+      for (size_t j = 0; j < loop.ranks.size(); ++j) {
+        const auto r = static_cast<size_t>(loop.ranks[j].rank);
+        loop.ranks[j].iteration_ns.add(last_end_[r] - iteration_start[j]);
+      }
+    }
+  }
+
+  void visit(Event& event) {
+    if (next_event_ >= merged_.events.size()) invariant_broken("tree is longer than the trace");
+    const merge::Event& merged_event = merged_.events[next_event_];
+    if (merged_event.symbol != event.symbol || merged_event.part_count != event.ranks.size())
+      invariant_broken("tree and trace disagree");
+    std::vector<RankRules>& rules = rules_[event.id];
+    const auto parts = merged_.parts_of(merged_event);
+    for (size_t j = 0; j < parts.size(); ++j) {
+      const merge::Part& part = parts[j];
+      const trace::Record& r = record(part);
+      const auto rank = static_cast<size_t>(part.rank);
+      RankCall& call = event.ranks[j];
+      call.comm_ns.add(r.t_end - r.t_start);
+      const int64_t gap = merged_.gap_ns[rank][part.record];
+      if (pending_entry_[rank] != nullptr) {
+        pending_entry_[rank]->entry_gap_ns.add(gap);
+        pending_entry_[rank] = nullptr;
+      } else {
+        call.gap_ns.add(gap);
+      }
+      if (r.t_end > last_end_[rank]) last_end_[rank] = r.t_end;
+      rules[j].send_bytes.add(r.count * static_cast<int64_t>(r.type_size));
+      rules[j].recv_bytes.add(r.recv_count * static_cast<int64_t>(r.recv_type_size));
+      rules[j].tag.add(r.tag);
+      rules[j].recv_tag.add(r.recv_tag);
+    }
+    ++event.instances;
+    ++next_event_;
+  }
+
+  const trace::Record& record(const merge::Part& part) const {
+    return trace_.ranks[static_cast<size_t>(part.rank)].records[part.record];
+  }
+
+  const trace::TraceSet& trace_;
+  const merge::MergedTrace& merged_;
+  std::vector<uint64_t> first_event_of_symbol_;
+  std::vector<RankLoop*> pending_entry_;
+  std::vector<int64_t> last_end_;
+  std::vector<Event*> events_;                  // tree order
+  std::vector<std::vector<RankRules>> rules_;   // per event, per rank
+  uint64_t next_event_ = 0;
+};
+
+}  // namespace
+
+LoopTree build(const trace::TraceSet& trace, const merge::MergedTrace& merged,
+               const compress::Sequence& folded) {
+  LoopTree tree;
+  tree.world_size = merged.world_size;
+  tree.merged_events = merged.events.size();
+  Builder builder(trace, merged);
+  tree.items = builder.shape(folded, 1);
+  builder.index(tree.items);
+  builder.walk(tree.items);
+  builder.finish();
+  return tree;
+}
+
+namespace {
+
+uint64_t count_events(const std::vector<Item>& items) {
+  uint64_t n = 0;
+  for (const Item& item : items) n += item.is_loop() ? count_events(item.loop().body) : 1;
+  return n;
+}
+
+void find_main_loop(const std::vector<Item>& items, MainLoop& best) {
+  for (const Item& item : items) {
+    if (!item.is_loop()) continue;
+    const Loop& loop = item.loop();
+    const uint64_t per_iteration = expanded_events(loop.body);
+    const uint64_t covered = loop.executions * loop.iterations * per_iteration;
+    if (covered > best.covered_events) best = MainLoop{&loop, per_iteration, covered};
+    find_main_loop(loop.body, best);
+  }
+}
+
+double time_of(const std::vector<Item>& items, int32_t rank) {
+  double ns = 0;
+  for (const Item& item : items) {
+    if (item.is_loop()) {
+      for (const RankLoop& r : item.loop().ranks)
+        if (r.rank == rank) ns += r.entry_gap_ns.sum();
+      ns += time_of(item.loop().body, rank);
+      continue;
+    }
+    for (const RankCall& call : item.event().ranks)
+      if (call.rank == rank) ns += call.gap_ns.sum() + call.comm_ns.sum();
+  }
+  return ns;
+}
+
+// Relative rank offset as text: "+1", "-2", "0".
+std::string offset(int32_t other, int32_t rank) {
+  return fmt::format("{:+d}", other - rank);
+}
+
+std::string party(const RankCall& call) {
+  const int32_t who = call.peer != trace::kNoRank ? call.peer : call.source;
+  switch (who) {
+    case trace::kNoRank: return "";
+    case trace::kProcNull: return "null";
+    case trace::kAnySource: return "any";
+    case trace::kRootSelf: return "root";
+    case trace::kUnknownRank: return "?";
+    default: return offset(who, call.rank);
+  }
+}
+
+}  // namespace
+
+std::string describe(const Event& event) {
+  const trace::FunctionInfo* info = trace::find_function(event.function);
+  std::string text = info != nullptr ? std::string(info->name) : fmt::format("#{}", event.function);
+  std::vector<std::string> parties;
+  bool uniform = true;
+  for (const RankCall& call : event.ranks) {
+    parties.push_back(party(call));
+    uniform = uniform && parties.back() == parties.front();
+  }
+  if (parties.empty() || parties.front().empty()) {
+    if (!event.ranks.empty() && event.ranks.front().root >= 0)
+      text += fmt::format("(root {})", event.ranks.front().root);
+    return text;
+  }
+  if (uniform) return text + "(" + parties.front() + ")";
+  constexpr size_t kShown = 8;
+  text += "(";
+  for (size_t j = 0; j < parties.size() && j < kShown; ++j)
+    text += fmt::format("{}r{}:{}", j ? " " : "", event.ranks[j].rank, parties[j]);
+  if (parties.size() > kShown) text += fmt::format(" ...{} more", parties.size() - kShown);
+  return text + ")";
+}
+
+namespace {
+
+void append(std::string& out, const std::vector<Item>& items) {
+  for (const Item& item : items) {
+    if (!out.empty() && out.back() != ' ') out += ' ';
+    if (!item.is_loop()) {
+      out += describe(item.event());
+      continue;
+    }
+    out += "( ";
+    append(out, item.loop().body);
+    out += fmt::format(" )^{}", item.loop().iterations);
+  }
+}
+
+}  // namespace
+
+uint64_t compressed_length(const LoopTree& tree) { return count_events(tree.items); }
+
+uint64_t expanded_events(const std::vector<Item>& items) {
+  uint64_t n = 0;
+  for (const Item& item : items)
+    n += item.is_loop() ? item.loop().iterations * expanded_events(item.loop().body) : 1;
+  return n;
+}
+
+MainLoop main_loop(const LoopTree& tree) {
+  MainLoop best;
+  find_main_loop(tree.items, best);
+  return best;
+}
+
+double rank_time_ns(const LoopTree& tree, int32_t rank) { return time_of(tree.items, rank); }
+
+std::string to_string(const LoopTree& tree) {
+  std::string out;
+  append(out, tree.items);
+  return out;
+}
+
+}  // namespace pskel::looptree

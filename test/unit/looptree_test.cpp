@@ -1,0 +1,202 @@
+// The loop tree over a hand-built merged trace and folding: rules for sizes and tags that vary
+// with the iteration, loop-entry (S1) gaps kept apart from in-loop gaps, and exact time sums.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "looptree/looptree.h"
+#include "looptree/rule.h"
+#include "trace/functions.h"
+
+namespace lt = pskel::looptree;
+namespace tr = pskel::trace;
+using pskel::compress::Node;
+
+TEST_CASE("rule: constant, linear, periodic and table values are recognised") {
+  auto fit = [](std::vector<int64_t> values) {
+    lt::RuleBuilder b;
+    for (int64_t v : values) b.add(v);
+    lt::Rule rule = b.build();
+    for (size_t i = 0; i < values.size(); ++i) CHECK(rule.at(i) == values[i]);
+    return rule;
+  };
+  CHECK(fit({8, 8, 8, 8}).kind == lt::Rule::Kind::constant);
+  CHECK(fit({5}).kind == lt::Rule::Kind::constant);
+  const lt::Rule linear = fit({100, 200, 300, 400});
+  CHECK(linear.kind == lt::Rule::Kind::linear);
+  CHECK(linear.step == 100);
+  CHECK(linear.at(9) == 1000);
+  const lt::Rule periodic = fit({1, 2, 3, 1, 2, 3, 1});
+  CHECK(periodic.kind == lt::Rule::Kind::periodic);
+  CHECK(periodic.values == std::vector<int64_t>{1, 2, 3});
+  const lt::Rule table = fit({5, 9, 2, 7, 7});
+  CHECK(table.kind == lt::Rule::Kind::table);
+  CHECK(table.values.size() == 5);
+  // A linear start that breaks late keeps every value.
+  CHECK(fit({1, 2, 3, 4, 5, 6, 0}).kind == lt::Rule::Kind::table);
+}
+
+TEST_CASE("rule: smallest period") {
+  const std::vector<int64_t> a{4, 4, 4};
+  const std::vector<int64_t> b{1, 2, 1, 2, 1};
+  const std::vector<int64_t> c{1, 2, 3};
+  CHECK(lt::smallest_period(a) == 1);
+  CHECK(lt::smallest_period(b) == 2);
+  CHECK(lt::smallest_period(c) == 3);
+  CHECK(lt::smallest_period(std::span<const int64_t>{}) == 0);
+}
+
+TEST_CASE("stat: mean, spread, min and max") {
+  lt::Stat s;
+  for (int64_t x : {2, 4, 4, 4, 5, 5, 7, 9}) s.add(x);
+  CHECK(s.n == 8);
+  CHECK(s.mean == doctest::Approx(5.0));
+  CHECK(s.stddev() == doctest::Approx(std::sqrt(32.0 / 7.0)));
+  CHECK(s.min == 2);
+  CHECK(s.max == 9);
+  CHECK(s.sum() == doctest::Approx(40.0));
+}
+
+namespace {
+
+// Two ranks that run the same calls; rank r's i-th call starts after a gap of
+// gap(r, i) = 10 * (i + 1) + r ns and takes comm(r, i) = i + 1 ns. Every event is shared by
+// both ranks, and its symbol is given.
+struct Fixture {
+  tr::TraceSet trace;
+  pskel::merge::MergedTrace merged;
+
+  static int64_t gap(int r, size_t i) { return 10 * static_cast<int64_t>(i + 1) + r; }
+  static int64_t comm(size_t i) { return static_cast<int64_t>(i + 1); }
+
+  Fixture(const std::vector<pskel::merge::Symbol>& symbols, const std::vector<tr::FunctionId>& fn) {
+    constexpr int kRanks = 2;
+    trace.ranks.resize(kRanks);
+    merged.world_size = kRanks;
+    merged.gap_ns.resize(kRanks);
+    for (int r = 0; r < kRanks; ++r) {
+      int64_t t = 0;
+      for (size_t i = 0; i < symbols.size(); ++i) {
+        tr::Record rec{};
+        rec.function = static_cast<uint16_t>(fn[symbols[i]]);
+        rec.comm = tr::kCommWorld;
+        const bool p2p = fn[symbols[i]] == tr::FunctionId::MPI_Send ||
+                         fn[symbols[i]] == tr::FunctionId::MPI_Recv;
+        rec.peer = p2p ? 1 - r : tr::kNoRank;
+        rec.source = tr::kNoRank;
+        rec.root = tr::kNoRank;
+        rec.type_size = 8;
+        rec.count = 1;
+        rec.tag = 0;
+        rec.t_start = t + gap(r, i);
+        rec.t_end = rec.t_start + comm(i);
+        t = rec.t_end;
+        trace.ranks[static_cast<size_t>(r)].records.push_back(rec);
+        merged.gap_ns[static_cast<size_t>(r)].push_back(gap(r, i));
+      }
+    }
+    for (size_t i = 0; i < symbols.size(); ++i) {
+      merged.events.push_back({symbols[i], static_cast<uint16_t>(fn[symbols[i]]),
+                               static_cast<uint32_t>(merged.parts.size()), kRanks});
+      for (int r = 0; r < kRanks; ++r) merged.parts.push_back({r, static_cast<uint32_t>(i)});
+    }
+    merged.symbol_key.assign(fn.size(), "");
+  }
+  tr::Record& record(int r, size_t i) { return trace.ranks[static_cast<size_t>(r)].records[i]; }
+};
+
+const std::vector<tr::FunctionId> kFunctions = {tr::FunctionId::MPI_Init, tr::FunctionId::MPI_Send,
+                                                tr::FunctionId::MPI_Recv, tr::FunctionId::MPI_Finalize};
+
+double traced_time(const Fixture& f, int r) {
+  double ns = 0;
+  for (size_t i = 0; i < f.trace.ranks[static_cast<size_t>(r)].records.size(); ++i)
+    ns += static_cast<double>(Fixture::gap(r, i) + Fixture::comm(i));
+  return ns;
+}
+
+}  // namespace
+
+TEST_CASE("looptree: a loop keeps its entry gap apart and sums stay exact") {
+  // 0 (1 2)^4 3
+  Fixture f({0, 1, 2, 1, 2, 1, 2, 1, 2, 3}, kFunctions);
+  // Message sizes grow with the iteration; tags alternate.
+  for (int r = 0; r < 2; ++r)
+    for (size_t it = 0; it < 4; ++it) {
+      f.record(r, 1 + 2 * it).count = static_cast<int64_t>(10 * (it + 1));
+      f.record(r, 2 + 2 * it).tag = static_cast<int32_t>(it % 2);
+    }
+  const pskel::compress::Sequence folded = {
+      Node::leaf(0), Node::loop(4, {Node::leaf(1), Node::leaf(2)}), Node::leaf(3)};
+  const lt::LoopTree tree = lt::build(f.trace, f.merged, folded);
+
+  REQUIRE(tree.items.size() == 3);
+  CHECK(lt::compressed_length(tree) == 4);
+  REQUIRE(tree.items[1].is_loop());
+  const lt::Loop& loop = tree.items[1].loop();
+  CHECK(loop.iterations == 4);
+  CHECK(loop.executions == 1);
+  REQUIRE(loop.ranks.size() == 2);
+  // S1: the gap before the loop's first call (record 1) is the loop's entry gap.
+  CHECK(loop.ranks[1].entry_gap_ns.n == 1);
+  CHECK(loop.ranks[1].entry_gap_ns.mean == doctest::Approx(Fixture::gap(1, 1)));
+  // In-loop gaps of the first body event: iterations 2..4 (records 3, 5, 7).
+  const lt::Event& send = loop.body[0].event();
+  CHECK(send.instances == 4);
+  CHECK(send.ranks[0].gap_ns.n == 3);
+  CHECK(send.ranks[0].gap_ns.mean == doctest::Approx((40 + 60 + 80) / 3.0));
+  CHECK(send.ranks[0].gap_ns.min == 40);
+  CHECK(send.ranks[0].gap_ns.max == 80);
+  CHECK(send.ranks[0].send_bytes.kind == lt::Rule::Kind::linear);
+  CHECK(send.ranks[0].send_bytes.at(0) == 80);
+  CHECK(send.ranks[0].send_bytes.at(3) == 320);
+  const lt::Event& recv = loop.body[1].event();
+  CHECK(recv.ranks[1].gap_ns.n == 4);
+  CHECK(recv.ranks[1].tag.kind == lt::Rule::Kind::periodic);
+  CHECK(recv.ranks[1].tag.values == std::vector<int64_t>{0, 1});
+  // E3: the gap after the loop is the next event's own gap.
+  CHECK(tree.items[2].event().ranks[0].gap_ns.mean == doctest::Approx(Fixture::gap(0, 9)));
+  // Per-iteration time: iterations 2..4 each take two gaps + two calls.
+  CHECK(loop.ranks[0].iteration_ns.n == 4);
+  CHECK(loop.ranks[0].iteration_ns.max ==
+        Fixture::gap(0, 7) + Fixture::comm(7) + Fixture::gap(0, 8) + Fixture::comm(8));
+  for (int r = 0; r < 2; ++r) CHECK(lt::rank_time_ns(tree, r) == doctest::Approx(traced_time(f, r)));
+  CHECK(lt::to_string(tree) == "MPI_Init ( MPI_Send(r0:+1 r1:-1) MPI_Recv(r0:+1 r1:-1) )^4 MPI_Finalize");
+}
+
+TEST_CASE("looptree: a nested loop that starts its parent's body takes the entry gap") {
+  // 0 ( (1)^2 2 )^3 3
+  Fixture f({0, 1, 1, 2, 1, 1, 2, 1, 1, 2, 3}, kFunctions);
+  const pskel::compress::Sequence folded = {
+      Node::leaf(0), Node::loop(3, {Node::loop(2, {Node::leaf(1)}), Node::leaf(2)}),
+      Node::leaf(3)};
+  const lt::LoopTree tree = lt::build(f.trace, f.merged, folded);
+  const lt::Loop& outer = tree.items[1].loop();
+  const lt::Loop& inner = outer.body[0].loop();
+  CHECK(inner.executions == 3);
+  // Every execution of the inner loop has one entry sample; the outer loop's first call is
+  // the inner loop's, so the innermost loop takes it.
+  CHECK(inner.ranks[0].entry_gap_ns.n == 3);
+  CHECK(inner.ranks[0].entry_gap_ns.sum() ==
+        doctest::Approx(Fixture::gap(0, 1) + Fixture::gap(0, 4) + Fixture::gap(0, 7)));
+  CHECK(outer.ranks[0].entry_gap_ns.n == 0);
+  CHECK(inner.body[0].event().ranks[0].gap_ns.n == 3);
+  const lt::MainLoop main = lt::main_loop(tree);
+  REQUIRE(main.loop == &outer);
+  CHECK(main.events_per_iteration == 3);
+  CHECK(main.covered_events == 9);
+  for (int r = 0; r < 2; ++r) CHECK(lt::rank_time_ns(tree, r) == doctest::Approx(traced_time(f, r)));
+}
+
+TEST_CASE("looptree: wildcard receives show as any") {
+  Fixture f({0, 2, 3}, kFunctions);
+  for (int r = 0; r < 2; ++r) {
+    f.record(r, 1).peer = tr::kNoRank;
+    f.record(r, 1).source = 1 - r;
+    f.record(r, 1).flags = tr::kFlagAnySource;
+  }
+  const lt::LoopTree tree =
+      lt::build(f.trace, f.merged, {Node::leaf(0), Node::leaf(2), Node::leaf(3)});
+  CHECK(tree.items[1].event().ranks[0].source == tr::kAnySource);
+  CHECK(lt::describe(tree.items[1].event()) == "MPI_Recv(any)");
+}

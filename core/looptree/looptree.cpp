@@ -31,7 +31,7 @@ namespace {
 }
 
 struct RankRules {
-  RuleBuilder send_bytes, recv_bytes, tag, recv_tag;
+  RuleBuilder root, send_bytes, recv_bytes, tag, recv_tag;
 };
 
 // Walks the folded tree in execution order alongside the merged events, filling the tree.
@@ -98,6 +98,7 @@ class Builder {
       for (size_t j = 0; j < events_[e]->ranks.size(); ++j) {
         RankCall& call = events_[e]->ranks[j];
         const RankRules& rules = rules_[e][j];
+        call.root = rules.root.build();
         call.send_bytes = rules.send_bytes.build();
         call.recv_bytes = rules.recv_bytes.build();
         call.tag = rules.tag.build();
@@ -127,7 +128,6 @@ class Builder {
       call.rank = part.rank;
       call.peer = r.peer;
       call.source = (r.flags & trace::kFlagAnySource) ? trace::kAnySource : r.source;
-      call.root = r.root;
       call.sample = part;
       event.ranks.push_back(std::move(call));
     }
@@ -182,6 +182,7 @@ class Builder {
         call.gap_ns.add(gap);
       }
       if (r.t_end > last_end_[rank]) last_end_[rank] = r.t_end;
+      rules[j].root.add(r.root);
       rules[j].send_bytes.add(r.count * static_cast<int64_t>(r.type_size));
       rules[j].recv_bytes.add(r.recv_count * static_cast<int64_t>(r.recv_type_size));
       rules[j].tag.add(r.tag);
@@ -283,8 +284,13 @@ std::string describe(const Event& event) {
     uniform = uniform && parties.back() == parties.front();
   }
   if (parties.empty() || parties.front().empty()) {
-    if (!event.ranks.empty() && event.ranks.front().root >= 0)
-      text += fmt::format("(root {})", event.ranks.front().root);
+    if (!event.ranks.empty()) {
+      const Rule& root = event.ranks.front().root;
+      if (root.kind == Rule::Kind::constant && root.base >= 0)
+        text += fmt::format("(root {})", root.base);
+      else if (root.kind != Rule::Kind::constant)
+        text += "(root varies)";
+    }
     return text;
   }
   if (uniform) return text + "(" + parties.front() + ")";

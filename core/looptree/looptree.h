@@ -34,7 +34,7 @@ struct RankCall {
   int32_t rank = 0;
   int32_t peer = trace::kNoRank;     // world rank sent to (trace:: markers for none/PROC_NULL)
   int32_t source = trace::kNoRank;   // world rank received from; kAnySource for a wildcard
-  int32_t root = trace::kNoRank;
+  Rule root;      // world rank; a rule because roots often rotate (SUMMA, LU: root = k % p)
   Rule send_bytes;
   Rule recv_bytes;
   Rule tag;

@@ -31,25 +31,33 @@ static double now_seconds(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-double pskel_work_calibrate(double seconds) {
+/* Seconds one run of `units` units takes. */
+static double time_units(uint64_t units) {
   static volatile double sink;
+  const double t0 = now_seconds();
+  sink = pskel_work(units);
+  (void)sink;
+  return now_seconds() - t0;
+}
+
+double pskel_work_calibrate(double seconds) {
+  /* Size the batch: double it until one run takes a sixteenth of `seconds`, then scale it to
+   * take about `seconds` (growing it by doubling all the way cost as much as the runs that
+   * measure, and overshot them up to twice `seconds`). */
   uint64_t units = 16;
   double elapsed = 0.0;
-  /* Grow the batch until one run takes `seconds`, then keep the fastest of three. */
   for (;;) {
-    const double t0 = now_seconds();
-    sink = pskel_work(units);
-    elapsed = now_seconds() - t0;
-    if (elapsed >= seconds || units >= ((uint64_t)1 << 40)) break;
+    elapsed = time_units(units);
+    if (elapsed >= seconds / 16 || units >= ((uint64_t)1 << 40)) break;
     units *= 2;
   }
-  double best = elapsed;
-  for (int run = 0; run < 3; ++run) {
-    const double t0 = now_seconds();
-    sink = pskel_work(units);
-    const double t = now_seconds() - t0;
+  if (elapsed >= seconds / 16 && elapsed < seconds)
+    units = (uint64_t)((double)units * seconds / elapsed) + 1;
+  /* The fastest of four runs of about `seconds`: the least disturbed by other processes. */
+  double best = time_units(units);
+  for (int run = 1; run < 4; ++run) {
+    const double t = time_units(units);
     if (t < best) best = t;
   }
-  (void)sink;
   return best * 1e9 / (double)units;
 }

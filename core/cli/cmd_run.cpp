@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "mpi_flavour.h"
+#include "flavour/flavour.h"
 #include "trace/format.h"
 
 extern char** environ;
@@ -93,7 +93,10 @@ Subcommand add_run_command(CLI::App& app) {
     std::string flavour = opt->mpi;
     std::string tracer = opt->tracer;
     if (tracer.empty()) {
-      if (flavour.empty()) flavour = detect_flavour(opt->command);
+      if (flavour.empty()) {
+        const char* path = std::getenv("PATH");
+        flavour = flavour::detect_flavour(opt->command, path ? path : "/usr/bin:/bin");
+      }
       if (flavour.empty())
         return fail(fmt::format("{}: no program linked against MPICH or Open MPI on this command "
                                 "line (give --mpi mpich|openmpi)", opt->command[0]));

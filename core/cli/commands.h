@@ -17,6 +17,11 @@ struct Subcommand {
 Subcommand add_run_command(CLI::App& app);
 Subcommand add_info_command(CLI::App& app);
 Subcommand add_compress_command(CLI::App& app);
+Subcommand add_skeleton_command(CLI::App& app);   // cmd_skeleton.cpp
+Subcommand add_predict_command(CLI::App& app);    // cmd_predict.cpp
+Subcommand add_epilog_command(CLI::App& app);     // cmd_epilog.cpp
+Subcommand add_db_command(CLI::App& app);         // cmd_db.cpp
+Subcommand add_report_command(CLI::App& app);     // cmd_db.cpp
 
 // `pskel compress DIR`: merge + loop compression of a trace directory (cmd_compress_trace.cpp).
 struct CompressTraceArgs {

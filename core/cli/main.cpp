@@ -24,6 +24,11 @@ int main(int argc, char** argv) {
       pskel::cli::add_run_command(app),
       pskel::cli::add_info_command(app),
       pskel::cli::add_compress_command(app),
+      pskel::cli::add_skeleton_command(app),
+      pskel::cli::add_predict_command(app),
+      pskel::cli::add_epilog_command(app),
+      pskel::cli::add_db_command(app),
+      pskel::cli::add_report_command(app),
   };
   try {
     app.parse(argc, argv);

@@ -3,6 +3,7 @@
 // result is a loop tree that expands back to the input exactly. Knows nothing of MPI.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -27,13 +28,24 @@ struct Node {
 };
 using Sequence = std::vector<Node>;
 
+// `rounds` counts the top level's rounds, the last one (which finds nothing) included; loop
+// bodies are folded by rounds of their own, whose runs and folds count in the two sums.
 struct CompressStats {
   int rounds = 0;                 // suffix-array rounds (Algorithm 4's do-loop)
   uint64_t repetitions_found = 0; // maximal repetitions found, summed over rounds
   uint64_t folds = 0;             // repetitions folded, summed over rounds
 };
 
+// The longest input compress() accepts (its positions are 32-bit; a longer string would not
+// fit the memory target anyway).
+inline constexpr size_t kMaxInputLength = size_t{1} << 30;
+
 // Folds `input`. Deterministic: equal inputs give equal trees.
+// Guarantees: expand(compress(x)) == x; no sequence in the tree (the top level or a loop body)
+// holds two equal adjacent blocks of nodes; equal loops are equal subtrees.
+// REQUIRES: input.size() <= kMaxInputLength (else throws std::length_error).
+// Time O(n log n) per round (Algorithm 4 repeats while anything folds); memory about 60 bytes
+// per input symbol at the peak.
 Sequence compress(std::span<const Symbol> input, CompressStats* stats = nullptr);
 
 // The input `compress` was given: every loop body written out `iterations` times.

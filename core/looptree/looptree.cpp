@@ -173,6 +173,9 @@ class Builder {
       const trace::Record& r = record(part);
       const auto rank = static_cast<size_t>(part.rank);
       RankCall& call = event.ranks[j];
+      // The sample is this event's own first instance (shape_event took the first event of the
+      // symbol, which may be another tree event: the same call before a loop and in it).
+      if (event.instances == 0) call.sample = part;
       call.comm_ns.add(r.t_end - r.t_start);
       const int64_t gap = merged_.gap_ns[rank][part.record];
       if (pending_entry_[rank] != nullptr) {

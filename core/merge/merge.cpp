@@ -1,2 +1,100 @@
-// Placeholder: the merge is being written (issue 3).
+// The merge's entry point: checks sizes, computes the compute gaps, runs Algorithm 1 on every
+// rank, Algorithm 2 over all of them and interns the events; and the per-rank view's helpers.
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+
+#include "merge/internal.h"
 #include "merge/merge.h"
+
+namespace pskel::merge {
+
+namespace detail {
+
+std::span<const int64_t> RankView::aux(uint32_t index) const {
+  if (index >= trace->aux_begin.size()) return {};
+  const uint64_t begin = trace->aux_begin[index];
+  const uint64_t words = trace->records[index].aux_words;
+  if (begin > trace->aux.size() || words > trace->aux.size() - begin) return {};
+  return {trace->aux.data() + begin, static_cast<size_t>(words)};
+}
+
+const trace::Record* RankView::creator_of(int64_t id) const {
+  if (id <= 0 || static_cast<uint64_t>(id) >= creator.size()) return nullptr;
+  const uint32_t c = creator[static_cast<size_t>(id)];
+  return c ? &trace->records[c - 1] : nullptr;
+}
+
+namespace {
+
+int64_t clamped_gap(int64_t start, int64_t previous_end) {
+  int64_t gap = 0;
+  if (__builtin_sub_overflow(start, previous_end, &gap))
+    gap = start > previous_end ? std::numeric_limits<int64_t>::max() : 0;
+  return std::max<int64_t>(gap, 0);
+}
+
+std::vector<int64_t> gaps_of(const trace::RankTrace& t) {
+  std::vector<int64_t> gaps(t.records.size(), 0);
+  bool first = true;
+  int64_t previous_end = 0;
+  for (size_t i = 0; i < t.records.size(); ++i) {
+    const trace::Record& r = t.records[i];
+    if (role_of(r.function) == Role::pseudo) continue;
+    gaps[i] = first ? std::max<int64_t>(r.t_start, 0) : clamped_gap(r.t_start, previous_end);
+    previous_end = r.t_end;
+    first = false;
+  }
+  return gaps;
+}
+
+}  // namespace
+
+}  // namespace detail
+
+std::vector<Symbol> MergedTrace::symbols() const {
+  std::vector<Symbol> out;
+  out.reserve(events.size());
+  for (const Event& e : events) out.push_back(e.symbol);
+  return out;
+}
+
+std::vector<uint32_t> normalized_order(const trace::RankTrace& rank, uint64_t* moved) {
+  detail::RankView view;
+  view.trace = &rank;
+  const uint64_t m = detail::normalize(view);
+  if (moved) *moved = m;
+  return std::move(view.order);
+}
+
+MergedTrace merge(const trace::TraceSet& trace, const MergeOptions& options, MergeStats* stats) {
+  uint64_t total = 0;
+  for (const trace::RankTrace& r : trace.ranks) total += r.records.size();
+  if (total >= std::numeric_limits<uint32_t>::max())
+    throw std::length_error("merge: more than 2^32 records in all ranks together");
+
+  MergedTrace out;
+  MergeStats local;
+  out.world_size = static_cast<int>(trace.ranks.size());
+  std::vector<detail::RankView> views(trace.ranks.size());
+  out.gap_ns.reserve(trace.ranks.size());
+  for (size_t r = 0; r < trace.ranks.size(); ++r) {
+    detail::RankView& v = views[r];
+    v.trace = &trace.ranks[r];
+    v.rank = static_cast<int32_t>(r);
+    local.reordered += detail::normalize(v);
+    v.shape.reserve(v.order.size());
+    v.peers.reserve(v.order.size());
+    for (uint32_t index : v.order) {
+      v.shape.push_back(detail::shape_of(v.record(index)));
+      v.peers.push_back(detail::wrapped_peers(v.record(index), v.rank, out.world_size));
+    }
+    out.gap_ns.push_back(detail::gaps_of(*v.trace));
+  }
+  detail::align(views, std::max(options.lookahead, 0), out, local);
+  detail::assign_symbols(views, out);
+  if (stats) *stats = local;
+  return out;
+}
+
+}  // namespace pskel::merge

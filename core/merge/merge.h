@@ -1,6 +1,7 @@
 // Normalisation and merge of per-rank traces (seed 000 §2.2, Algorithms 1 and 2): one merged
 // sequence of events, each naming the ranks that took part and pointing at each rank's own
 // record. Events are interned into integer symbols so that loop compression compares integers.
+// Pure functions over a TraceSet; thread-compatible (no shared state).
 #pragma once
 
 #include <cstdint>
@@ -47,16 +48,38 @@ struct MergedTrace {
 };
 
 struct MergeOptions {
-  int lookahead = 64;     // Algorithm 2's m
+  int lookahead = 64;     // Algorithm 2's m (negative values count as 0)
 };
 
 struct MergeStats {
   uint64_t reordered = 0;   // records moved by Algorithm 1
   uint64_t unmatched = 0;   // times Algorithm 2 had to split ranks at a mismatch
+  uint64_t pulled = 0;      // records Algorithm 2 moved forward within their round to join an
+                            // event (order differences Algorithm 1 left)
+  uint64_t forced = 0;      // mismatches whose chosen call was split from a rank that has a call
+                            // of its shape within the look-ahead and could not pull it (in
+                            // periodic code mostly the same statement of its next iteration)
 };
 
-// Pure: reads nothing but `trace`.
+// Pure: reads nothing but `trace`. Events: every record whose function is not of kind meta,
+// each in exactly one event. Event order: Algorithm 2 (core/merge/align.cpp) over each rank's
+// records in normalized_order(), except calls it pulls forward within their round; parts keep
+// their original record index, so a rank's call order is recoverable. When the busiest rank's
+// calls are a supersequence of every other rank's (ranks differ only by skipping calls, or by
+// orders Algorithm 1 removes), there are exactly as many events as the busiest rank has calls.
+// Symbol key: function, comm id, participating ranks and per participant its peers relative to
+// its rank (PROC_NULL, MPI_ANY_SOURCE and untranslatable ranks as markers; a Start has the
+// peers of the call that created its request), root, op, in-place flag, and the request count
+// of Waitall/Testall/Startall; never counts, bytes, tags, times or request ids. `stats` may be
+// null; it is overwritten.
+// REQUIRES: fewer than 2^32 records in all ranks together (else throws std::length_error).
+// O(n·L) when ranks agree, O(m·n·L) at worst (n ranks, L records on the busiest, m look-ahead).
 MergedTrace merge(const trace::TraceSet& trace, const MergeOptions& options = {},
                   MergeStats* stats = nullptr);
+
+// Algorithm 1 alone: indices of `rank`'s event records (pseudo-records left out) in the
+// canonical order merge() uses (core/merge/normalize.cpp documents it). `moved` (may be null)
+// receives how many records are not at their call-order position.
+std::vector<uint32_t> normalized_order(const trace::RankTrace& rank, uint64_t* moved = nullptr);
 
 }  // namespace pskel::merge

@@ -56,27 +56,38 @@ T load(const unsigned char* p) {
   return value;
 }
 
-// Parses the records of one data block's payload into `out`.
+// Function id 0 is never assigned, so a record holding it is taken for corruption (zeroed
+// bytes whose block checksum was computed over them) rather than for a newer tracer's function.
+constexpr uint16_t kNoFunction = 0;
+static_assert(find_function(kNoFunction) == nullptr, "function id 0 must stay unassigned");
+
+// Parses the records of one data block's payload into `out`. A record of a function id the
+// table does not know (written by a newer tracer, §7 of the spec) is framed like any other
+// (its aux_words say how long it is), then skipped and counted in out.unknown_records.
 std::string parse_records(const unsigned char* p, size_t size, uint32_t expected, RankTrace& out) {
   size_t at = 0;
   uint32_t count = 0;
   while (at < size) {
-    if (size - at < sizeof(Record)) return fmt::format("record {} cut short", out.records.size());
+    const uint64_t index = out.records.size() + out.unknown_records;  // in the file
+    if (size - at < sizeof(Record)) return fmt::format("record {} cut short", index);
     const Record r = load<Record>(p + at);
     at += sizeof r;
-    if (find_function(r.function) == nullptr)
-      return fmt::format("record {} has unknown function id {}", out.records.size(), r.function);
+    if (r.function == kNoFunction) return fmt::format("record {} has function id 0", index);
     const size_t aux_bytes = size_t{r.aux_words} * sizeof(int64_t);
     if (size - at < aux_bytes)
-      return fmt::format("record {} announces {} aux words past its block", out.records.size(),
-                         r.aux_words);
+      return fmt::format("record {} announces {} aux words past its block", index, r.aux_words);
+    ++count;
+    if (find_function(r.function) == nullptr) {
+      ++out.unknown_records;
+      at += aux_bytes;
+      continue;
+    }
     out.aux_begin.push_back(out.aux.size());
     const size_t first = out.aux.size();
     out.aux.resize(first + r.aux_words);
     if (aux_bytes) std::memcpy(out.aux.data() + first, p + at, aux_bytes);
     at += aux_bytes;
     out.records.push_back(r);
-    ++count;
   }
   if (count != expected)
     return fmt::format("block holds {} records, its header says {}", count, expected);
@@ -122,10 +133,14 @@ Result<RankTrace> parse_rank_trace(std::span<const unsigned char> bytes, const s
     if (b.magic == kEndBlockMagic) {
       if (b.payload_bytes != sizeof(EndPayload))
         return Error{name, fmt::format("corrupt: end block at byte {} has the wrong size", at)};
+      if (b.record_count != 0)  // outside the checksum, so checked on its own
+        return Error{name, fmt::format("corrupt: end block at byte {} has record_count {}, not 0",
+                                       at, b.record_count)};
       out.end = load<EndPayload>(payload);
-      if (out.end.records != out.records.size())
+      const uint64_t held = out.records.size() + out.unknown_records;
+      if (out.end.records != held)
         return Error{name, fmt::format("corrupt: end block counts {} records, the file holds {}",
-                                       out.end.records, out.records.size())};
+                                       out.end.records, held)};
       out.complete = true;
     } else if (std::string problem = parse_records(payload, b.payload_bytes, b.record_count, out);
                !problem.empty()) {
@@ -136,7 +151,7 @@ Result<RankTrace> parse_rank_trace(std::span<const unsigned char> bytes, const s
   if (!out.complete && !options.allow_truncated) {
     return Error{name, fmt::format("truncated: no end block after {} records (the process "
                                    "ended without MPI_Finalize, or the file was cut)",
-                                   out.records.size())};
+                                   out.records.size() + out.unknown_records)};
   }
   return out;
 }
@@ -195,12 +210,17 @@ TraceSummary summarize(const TraceSet& trace) {
     uint64_t events = 0;
     for (const Record& r : rank.records) {
       const FunctionInfo* f = find_function(r.function);
+      if (f == nullptr) {  // only in a set not made by the reader, which skips these
+        ++s.unknown_records;
+        continue;
+      }
       if (f->kind == FunctionKind::meta) continue;
       ++events;
       ++functions[std::string(f->name)];
       s.bytes += static_cast<uint64_t>(std::max<int64_t>(r.bytes, 0));
       last_end = std::max(last_end, r.t_end);
     }
+    s.unknown_records += rank.unknown_records;
     if (rank.complete) last_end = std::max(last_end, rank.end.end_ns);
     s.events_per_rank.push_back(events);
     s.events += events;

@@ -18,11 +18,14 @@ namespace pskel::trace {
 
 struct RankTrace {
   FileHeader header{};
-  std::vector<Record> records;
+  std::vector<Record> records;          // every one of a function find_function() knows
   std::vector<int64_t> aux;             // the aux words of all records, in order
   std::vector<uint64_t> aux_begin;      // per record: index of its first word in `aux`
   EndPayload end{};
   bool complete = false;                // has an end block
+  // Records of function ids this reader's table lacks (from a newer tracer): skipped, not in
+  // `records`; end.records counts them too.
+  uint64_t unknown_records = 0;
 
   std::span<const int64_t> aux_of(size_t record) const {
     return {aux.data() + aux_begin[record], records[record].aux_words};
@@ -55,6 +58,10 @@ struct TraceSummary {
   std::vector<std::pair<std::string, uint64_t>> functions;  // name -> calls over all ranks
   double wall_seconds = 0;    // from the end of MPI_Init to the last rank entering Finalize
   uint64_t bytes = 0;
+  // Records of function ids find_function() does not know: in no other field, since they may
+  // be calls or pseudo-records (RankTrace::unknown_records, plus any such record in `records`
+  // of a set built by hand).
+  uint64_t unknown_records = 0;
 };
 TraceSummary summarize(const TraceSet& trace);
 

@@ -161,7 +161,8 @@ def completion_statement(fn, n, status_view):
     if "waitreq" in r or "waitreqs" in r:
         return (f"call.completions({n}, {view}, {ptr('flag')}, {ptr('index')}, "
                 f"{ptr('outcount')}, {ptr('indices')});")
-    return f"call.received({view}, {ptr('flag')});"
+    recorder = "probed" if fn.kind == "probe" else "received"
+    return f"call.{recorder}({view}, {ptr('flag')});"
 
 
 def c_signature(fn):

@@ -3,10 +3,12 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <locale>
 #include <sstream>
 
 #include "trace/format.h"
@@ -50,26 +52,61 @@ const char* flavour_name(uint32_t flavour) {
   }
 }
 
+// The length of the well-formed UTF-8 sequence that starts at s[i], or 0 if none does there
+// (RFC 3629: no overlong forms, no UTF-16 surrogates, nothing above U+10FFFF).
+size_t utf8_sequence_length(const std::string& s, size_t i) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char lead = byte(i);
+  if (lead < 0x80) return 1;
+  size_t length = 0;
+  unsigned char low = 0x80, high = 0xBF;  // the range of the second byte
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    length = 2;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    length = 3;
+    if (lead == 0xE0) low = 0xA0;   // overlong
+    if (lead == 0xED) high = 0x9F;  // surrogates
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    length = 4;
+    if (lead == 0xF0) low = 0x90;   // overlong
+    if (lead == 0xF4) high = 0x8F;  // above U+10FFFF
+  } else {
+    return 0;  // a continuation byte, an overlong lead (C0, C1) or F5..FF
+  }
+  if (s.size() - i < length || byte(i + 1) < low || byte(i + 1) > high) return 0;
+  for (size_t k = 2; k < length; ++k)
+    if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return 0;
+  return length;
+}
+
+void append_u_escape(std::string& out, unsigned char c) {
+  char esc[8];
+  std::snprintf(esc, sizeof esc, "\\u%04x", c);
+  out += esc;
+}
+
 }  // namespace
 
 std::string json_escape(const std::string& s) {
   std::string out;
   out.reserve(s.size());
-  for (const unsigned char c : s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
       case '\n': out += "\\n"; break;
       case '\t': out += "\\t"; break;
       case '\r': out += "\\r"; break;
-      default:
-        if (c < 0x20) {
-          char esc[8];
-          std::snprintf(esc, sizeof esc, "\\u%04x", c);
-          out += esc;
+      default: {
+        const size_t n = c < 0x20 ? 0 : utf8_sequence_length(s, i);
+        if (n == 0) {
+          append_u_escape(out, c);  // a control character, or a byte that is not UTF-8 (Latin-1)
         } else {
-          out += static_cast<char>(c);
+          out.append(s, i, n);
+          i += n - 1;
         }
+      }
     }
   }
   return out;
@@ -77,6 +114,7 @@ std::string json_escape(const std::string& s) {
 
 bool write_meta(const MetaInfo& info) {
   std::ostringstream j;
+  j.imbue(std::locale::classic());  // JSON numbers, whatever locale the traced program set
   j.precision(17);
   const char* job = std::getenv("SLURM_JOB_ID");
   j << "{\n  \"format\": \"pskel-trace\",\n  \"version\": " << trace::kFormatVersion
@@ -96,8 +134,15 @@ bool write_meta(const MetaInfo& info) {
     j << (r ? ", " : "") << quoted(std::string(host, strnlen(host, 64)));
   }
   j << "],\n  \"work_ns_per_unit\": [";
-  for (size_t r = 0; r < info.work_ns_per_unit.size(); ++r)
-    j << (r ? ", " : "") << info.work_ns_per_unit[r];
+  for (size_t r = 0; r < info.work_ns_per_unit.size(); ++r) {
+    const double w = info.work_ns_per_unit[r];
+    j << (r ? ", " : "");
+    if (std::isfinite(w)) {
+      j << w;
+    } else {
+      j << "null";  // JSON has no inf or nan
+    }
+  }
   j << "]\n}\n";
 
   const std::string text = j.str();

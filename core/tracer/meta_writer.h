@@ -23,10 +23,14 @@ struct MetaInfo {
   bool complete = false;
 };
 
-// Escapes s as the inside of a JSON string.
+// Escapes s as the inside of a JSON string, which is always valid JSON (RFC 8259) whatever the
+// bytes: well-formed UTF-8 is copied, a byte that is not part of it becomes \u00XX (the byte
+// read as Latin-1), as do control characters other than \n, \t and \r.
 std::string json_escape(const std::string& s);
 
-// Writes info.dir/meta.json. Returns false if it could not (the trace stays usable).
+// Writes info.dir/meta.json. Returns false if it could not (the trace stays usable). Numbers
+// are written in the C locale, whatever the program's global locale; a work_ns_per_unit that
+// is not finite is written as null.
 bool write_meta(const MetaInfo& info);
 
 }  // namespace pskel::tracer

@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "aux_words.h"
 #include "call.h"
-#include "handle_map.h"
 #include "session.h"
 #include "meta_writer.h"
 #include "trace_writer.h"
@@ -39,59 +39,13 @@ using trace::Record;
 
 bool g_recording = false;
 pthread_t g_traced_thread;
-
-struct CommInfo {
-  uint16_t id = trace::kNoComm;
-  std::vector<int32_t> world_ranks;   // of the group peers are named in (remote for inter)
-  int my_rank = 0;                    // in the local group
-};
+Session* g_session = nullptr;
 
 namespace {
 
 constexpr size_t kDefaultBufferBytes = 1 << 20;
 constexpr size_t kMaxBufferBytes = 256 << 20;
-constexpr size_t kRequestTableSize = 1 << 16;
-constexpr size_t kCommTableSize = 1 << 12;
 constexpr double kCalibrationSeconds = 0.001;
-
-struct RequestInfo {
-  uint32_t id = 0;
-  uint16_t comm = trace::kNoComm;
-  bool receive = false;
-  bool persistent = false;
-};
-
-struct Session {
-  TraceWriter writer;
-  MetaInfo meta;
-  int rank = 0;
-  int size = 1;
-  int64_t base_mono_ns = 0;
-  MPI_Group world_group = MPI_GROUP_NULL;
-  std::vector<std::unique_ptr<CommInfo>> comms;   // index = id
-  HandleMap<uint16_t> comm_ids{kCommTableSize};
-  HandleMap<RequestInfo> requests{kRequestTableSize};
-  uint32_t next_request = 1;
-  uint32_t untracked_requests = 0;
-  uint32_t untraced_thread_calls = 0;
-  std::vector<MPI_Request> captured;
-  std::vector<MPI_Status> scratch_statuses;
-  std::vector<MPI_Fint> scratch_fortran_statuses;
-  std::vector<int64_t> aux;
-  bool finished = false;
-};
-
-Session* g_session = nullptr;
-
-}  // namespace
-
-int64_t monotonic_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
-namespace {
 
 int64_t realtime_ns() {
   timespec ts;
@@ -99,7 +53,7 @@ int64_t realtime_ns() {
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
-int64_t now() { return monotonic_ns() - g_session->base_mono_ns; }
+int64_t now() { return g_session->clock.now_ns() - g_session->base_mono_ns; }
 
 void warn(const std::string& what) {
   const std::string line = "pskel: trace: " + what + "\n";
@@ -116,21 +70,46 @@ int lowest_failing_rank(bool failed) {
   return lowest == INT_MAX ? -1 : lowest;
 }
 
-uint32_t type_bytes(MPI_Datatype type) {
+// The predefined datatypes of MPI-3.1 §3.2.2, §5.9.4 and §17.2.5 that both MPIs define.
+// One missing here costs a PMPI_Type_size per use, nothing else.
+const MPI_Datatype kPredefinedTypes[] = {
+    MPI_CHAR, MPI_SHORT, MPI_INT, MPI_LONG, MPI_LONG_LONG, MPI_SIGNED_CHAR, MPI_UNSIGNED_CHAR,
+    MPI_UNSIGNED_SHORT, MPI_UNSIGNED, MPI_UNSIGNED_LONG, MPI_UNSIGNED_LONG_LONG, MPI_FLOAT,
+    MPI_DOUBLE, MPI_LONG_DOUBLE, MPI_WCHAR, MPI_C_BOOL, MPI_INT8_T, MPI_INT16_T, MPI_INT32_T,
+    MPI_INT64_T, MPI_UINT8_T, MPI_UINT16_T, MPI_UINT32_T, MPI_UINT64_T, MPI_C_COMPLEX,
+    MPI_C_FLOAT_COMPLEX, MPI_C_DOUBLE_COMPLEX, MPI_C_LONG_DOUBLE_COMPLEX, MPI_BYTE, MPI_PACKED,
+    MPI_AINT, MPI_OFFSET, MPI_COUNT, MPI_INTEGER, MPI_REAL, MPI_DOUBLE_PRECISION, MPI_COMPLEX,
+    MPI_DOUBLE_COMPLEX, MPI_LOGICAL, MPI_CHARACTER, MPI_FLOAT_INT, MPI_DOUBLE_INT, MPI_LONG_INT,
+    MPI_2INT, MPI_SHORT_INT, MPI_LONG_DOUBLE_INT, MPI_2REAL, MPI_2DOUBLE_PRECISION, MPI_2INTEGER,
+};
+
+void fill_predefined_type_sizes(HandleMap<uint32_t>& sizes) {
+  sizes.insert(handle_key(MPI_DATATYPE_NULL), 0);
+  for (MPI_Datatype type : kPredefinedTypes) {
+    if (type == MPI_DATATYPE_NULL) continue;  // a type this MPI build does not support
+    int size = 0;
+    PMPI_Type_size(type, &size);
+    sizes.insert(handle_key(type), size > 0 ? static_cast<uint32_t>(size) : 0);
+  }
+}
+
+}  // namespace
+
+uint32_t derived_type_bytes(MPI_Datatype type) {
   if (type == MPI_DATATYPE_NULL) return 0;
   int size = 0;
   PMPI_Type_size(type, &size);
   return size > 0 ? static_cast<uint32_t>(size) : 0;
 }
 
-int32_t translate(const CommInfo* comm, int rank) {
+int32_t translate_special(int rank) {
   if (rank == MPI_PROC_NULL) return trace::kProcNull;
   if (rank == MPI_ANY_SOURCE) return trace::kAnySource;
   if (rank == MPI_ROOT) return trace::kRootSelf;
-  if (comm == nullptr || rank < 0 || static_cast<size_t>(rank) >= comm->world_ranks.size())
-    return trace::kUnknownRank;
-  return comm->world_ranks[static_cast<size_t>(rank)];
+  return trace::kUnknownRank;
 }
+
+namespace {
 
 std::vector<int32_t> world_ranks_of(MPI_Group group) {
   int n = 0;
@@ -144,20 +123,19 @@ std::vector<int32_t> world_ranks_of(MPI_Group group) {
   return out;
 }
 
-Record empty_record(FunctionId function) {
-  Record r{};
-  r.function = static_cast<uint16_t>(function);
-  r.comm = trace::kNoComm;
-  r.peer = r.source = r.root = trace::kNoRank;
-  r.tag = r.recv_tag = trace::kNoTag;
-  return r;
-}
-
 void append_plain_record(FunctionId function, int64_t t_start, int64_t t_end) {
   Record r = empty_record(function);
   r.t_start = t_start;
   r.t_end = t_end;
   g_session->writer.append(r, nullptr, 0);
+}
+
+// Sets r.aux_words to the part of `words` aux words that fits (aux_words.h); the requests
+// whose entries are cut off count as untracked_requests.
+void fit_aux_words(Record& r, size_t words) {
+  const AuxCut cut = cut_aux_words(r.function, words);
+  r.aux_words = cut.kept;
+  g_session->untracked_requests += cut.lost_requests;
 }
 
 // For an intercommunicator, info.world_ranks is the remote group and local_group the local
@@ -171,9 +149,11 @@ void write_comm_define(const CommInfo& info, const std::vector<int32_t>& local_g
   r.t_start = r.t_end = now();
   std::vector<int64_t> words(local_group.begin(), local_group.end());
   if (inter) words.insert(words.end(), info.world_ranks.begin(), info.world_ranks.end());
-  r.aux_words = static_cast<uint16_t>(words.size() > 0xFFFF ? 0xFFFF : words.size());
+  fit_aux_words(r, words.size());
   g_session->writer.append(r, words.data(), r.aux_words);
 }
+
+}  // namespace
 
 // The communicator's entry, registering it (and writing its definition) when first seen:
 // communicators made by functions pskel does not wrap are followed too.
@@ -206,6 +186,8 @@ const CommInfo* comm_info(MPI_Comm comm) {
   s.comms.push_back(std::move(info));
   return s.comms.back().get();
 }
+
+namespace {
 
 std::string trace_dir_from_env_or_default(const std::string& run_id) {
   const char* dir = std::getenv("PSKEL_TRACE_DIR");
@@ -249,6 +231,7 @@ void start_session(FunctionId init_function, int64_t init_entry_mono) {
   if (g_session != nullptr) return;
   auto* s = new Session;
   g_session = s;
+  s->clock.start();  // the calibration below gives it a few ms to measure the TSC's rate
   PMPI_Comm_rank(MPI_COMM_WORLD, &s->rank);
   PMPI_Comm_size(MPI_COMM_WORLD, &s->size);
   PMPI_Comm_group(MPI_COMM_WORLD, &s->world_group);
@@ -272,7 +255,7 @@ void start_session(FunctionId init_function, int64_t init_entry_mono) {
               MPI_COMM_WORLD);
 
   PMPI_Barrier(MPI_COMM_WORLD);  // t = 0 on every rank within the barrier's skew
-  s->base_mono_ns = monotonic_ns();
+  s->base_mono_ns = s->clock.now_ns();
   const int64_t base_real = realtime_ns();
 
   trace::FileHeader header{};
@@ -325,6 +308,8 @@ void start_session(FunctionId init_function, int64_t init_entry_mono) {
   self->world_ranks = {s->rank};
   s->comms.push_back(std::move(world));
   s->comms.push_back(std::move(self));
+  s->world = s->comms[trace::kCommWorld].get();
+  fill_predefined_type_sizes(s->predefined_type_sizes);
 
   g_traced_thread = pthread_self();
   // The Init record spans the program's call: from its entry (before t = 0) to now.
@@ -363,69 +348,6 @@ void count_untraced_thread_call() {
   if (g_session) __atomic_add_fetch(&g_session->untraced_thread_calls, 1, __ATOMIC_RELAXED);
 }
 
-MPI_Status StatusView::get(int i) const {
-  MPI_Status status{};
-  const int at = array_ ? i : 0;
-  if (c_ != nullptr) return c_[at];
-  if (f_ != nullptr) PMPI_Status_f2c(f_ + at * kFortranStatusSize, &status);
-  return status;
-}
-
-Call::Call(FunctionId function) : record_(empty_record(function)) {
-  g_recording = false;
-  g_session->aux.clear();
-  record_.t_start = now();
-}
-
-void Call::finish(int mpi_error) {
-  record_.t_end = now();
-  if (mpi_error != MPI_SUCCESS) record_.flags |= trace::kFlagError;
-}
-
-Call::~Call() {
-  Session& s = *g_session;
-  const int64_t sent = in_place_ ? 0
-                       : v_send_elements_ >= 0 ? v_send_elements_ * record_.type_size
-                                               : record_.count * record_.type_size;
-  const uint32_t recv_size = record_.recv_type_size ? record_.recv_type_size : record_.type_size;
-  const int64_t received = recv_bytes_ >= 0        ? recv_bytes_
-                           : v_recv_elements_ >= 0 ? v_recv_elements_ * recv_size
-                                                   : record_.recv_count * record_.recv_type_size;
-  record_.bytes = sent + received;
-  if (v_collective_) {
-    if (!send_side_written_) s.aux.push_back(0);
-    if (!recv_side_written_) s.aux.push_back(0);
-  }
-  const size_t words = s.aux.size() > 0xFFFF ? 0xFFFF : s.aux.size();
-  record_.aux_words = static_cast<uint16_t>(words);
-  s.writer.append(record_, s.aux.data(), words);
-  g_recording = !s.finished;
-}
-
-int32_t Call::world_rank(int rank) const { return translate(comm_, rank); }
-
-void Call::comm(MPI_Comm comm) {
-  comm_ = comm_info(comm);
-  record_.comm = comm_ ? comm_->id : trace::kNoComm;
-}
-
-void Call::root(int root) {
-  record_.root = world_rank(root);
-  at_root_ = comm_ != nullptr && root == comm_->my_rank;
-}
-
-void Call::send_buffer(const void* buffer) {
-  in_place_ = buffer == MPI_IN_PLACE;
-  if (in_place_) record_.flags |= trace::kFlagInPlace;
-}
-
-// With MPI_IN_PLACE the count and type still describe the data (reductions) or are ignored
-// by MPI (gathers: then often MPI_DATATYPE_NULL, which type_bytes() takes as 0).
-void Call::count(int count) { record_.count = count; }
-void Call::type(MPI_Datatype type) { record_.type_size = type_bytes(type); }
-void Call::recv_count(int count) { record_.recv_count = count; }
-void Call::recv_type(MPI_Datatype type) { record_.recv_type_size = type_bytes(type); }
-
 void Call::append_counts(const int* counts, int64_t* total) {
   const size_t n = comm_ ? comm_->world_ranks.size() : 0;
   auto& aux = g_session->aux;
@@ -460,17 +382,9 @@ void Call::recv_counts(const int* counts) {
   record_.recv_count = v_recv_elements_;
 }
 
-void Call::counts_not_significant() { v_collective_ = true; }
-
-void Call::dest(int rank) { record_.peer = world_rank(rank); }
-void Call::source(int rank) {
-  if (rank == MPI_ANY_SOURCE) record_.flags |= trace::kFlagAnySource;
-  record_.source = world_rank(rank);
-}
-void Call::tag(int tag) { record_.tag = tag == MPI_ANY_TAG ? trace::kAnyTag : tag; }
-void Call::recv_tag(int tag) {
-  if (tag == MPI_ANY_TAG) record_.flags |= trace::kFlagAnyTag;
-  record_.recv_tag = tag == MPI_ANY_TAG ? trace::kAnyTag : tag;
+void Call::close_v_collective() {
+  if (!send_side_written_) g_session->aux.push_back(0);
+  if (!recv_side_written_) g_session->aux.push_back(0);
 }
 
 void Call::op(MPI_Op op) {
@@ -491,19 +405,6 @@ void Call::free_comm(MPI_Comm comm) {
   const CommInfo* info = comm_info(comm);
   record_.comm = info ? info->id : trace::kNoComm;
   if (comm != MPI_COMM_WORLD && comm != MPI_COMM_SELF) g_session->comm_ids.erase(handle_key(comm));
-}
-
-void Call::new_request(MPI_Request request, bool persistent) {
-  Session& s = *g_session;
-  if (request == MPI_REQUEST_NULL) return;
-  const RequestInfo info{s.next_request, record_.comm, record_.source != trace::kNoRank,
-                         persistent};
-  if (info.receive) recv_bytes_ = 0;  // counted by the wait that completes it
-  if (!s.requests.insert(handle_key(request), info)) {
-    ++s.untracked_requests;
-    return;
-  }
-  record_.request = s.next_request++;
 }
 
 namespace {
@@ -575,7 +476,9 @@ void Call::complete(MPI_Request request, const MPI_Status& status) {
     PMPI_Get_count(&status, MPI_BYTE, &count);
     bytes = count == MPI_UNDEFINED ? 0 : count;
   }
-  s.aux.insert(s.aux.end(), {static_cast<int64_t>(info.id), source, tag, bytes});
+  const int64_t entry[] = {static_cast<int64_t>(info.id), source, tag, bytes};
+  static_assert(std::size(entry) == trace::kCompletionWords, "the completion layout of §4.5");
+  s.aux.insert(s.aux.end(), std::begin(entry), std::end(entry));
   recv_bytes_ = (recv_bytes_ < 0 ? 0 : recv_bytes_) + bytes;
   if (found && !info.persistent) s.requests.erase(handle_key(request));
 }
@@ -606,14 +509,15 @@ void Call::received(StatusView status_view, const int* flag) {
   record_.recv_tag = status.MPI_TAG;
   int count = 0;
   PMPI_Get_count(&status, MPI_BYTE, &count);
-  const int64_t bytes = count == MPI_UNDEFINED ? 0 : count;
-  if (trace::find_function(record_.function)->kind == trace::FunctionKind::probe) {
-    record_.recv_count = bytes;  // the size of the message found; a probe moves nothing
-    record_.recv_type_size = 1;
-    recv_bytes_ = 0;
-  } else {
-    recv_bytes_ = bytes;
-  }
+  recv_bytes_ = count == MPI_UNDEFINED ? 0 : count;
+}
+
+void Call::probed(StatusView status_view, const int* flag) {
+  received(status_view, flag);
+  if (flag != nullptr && !*flag) return;
+  record_.recv_count = recv_bytes_;  // the size of the message found; a probe moves nothing
+  record_.recv_type_size = 1;
+  recv_bytes_ = 0;
 }
 
 }  // namespace pskel::tracer

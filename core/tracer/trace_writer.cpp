@@ -25,10 +25,13 @@ bool TraceWriter::open(const std::string& path, const trace::FileHeader& header,
   }
   capacity_ = buffer_bytes < sizeof(trace::Record) * 16 ? sizeof(trace::Record) * 16 : buffer_bytes;
   buffer_.reset(new unsigned char[capacity_]);
-  return write_all(&header, sizeof header);
+  if (!write_all(&header, sizeof header)) return false;
+  writable_ = capacity_;
+  return true;
 }
 
-void TraceWriter::append(const trace::Record& record, const int64_t* aux, size_t aux_words) {
+void TraceWriter::append_slow(const trace::Record& record, const int64_t* aux,
+                              size_t aux_words) {
   const size_t bytes = sizeof record + aux_words * sizeof(int64_t);
   if (failed() || fd_ < 0) {
     ++dropped_;
@@ -64,6 +67,7 @@ bool TraceWriter::close(int64_t end_ns, uint32_t untraced_thread_calls,
   if (!failed()) write_block(trace::kEndBlockMagic, &end, sizeof end, 0);
   if (::close(fd_) != 0 && !failed()) fail("cannot close", errno);
   fd_ = -1;
+  writable_ = 0;
   return !failed();
 }
 
@@ -98,6 +102,7 @@ bool TraceWriter::write_all(const void* data, size_t bytes) {
 }
 
 void TraceWriter::fail(const char* what, int err) {
+  writable_ = 0;
   if (failed()) return;
   error_ = std::string(what) + " " + path_ + ": " + std::strerror(err);
 }

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <cstdlib>
+#include <limits>
 #include <locale>
 #include <string>
 #include <vector>
@@ -118,16 +119,50 @@ TEST_CASE("every byte string json_escape produces parses back to the original") 
   CHECK(json_round_trip("caf\xc3\xa9") == "caf\xc3\xa9");
 }
 
-// KNOWN BUG in core/tracer/meta_writer.cpp: json_escape copies bytes >= 0x80 unchanged, so a
-// string that is not UTF-8 (a Latin-1 argument in /proc/self/cmdline, say "caf\xe9") yields
-// a meta.json that JSON parsers (nlohmann, which the reader uses) reject. should_fail: once
-// fixed, drop the decorator.
-TEST_CASE("json_escape output is a valid JSON string even for bytes that are not UTF-8" *
-          doctest::should_fail()) {
+// Regression: json_escape copied bytes >= 0x80 unchanged, so a string that is not UTF-8 (a
+// Latin-1 argument in /proc/self/cmdline, say "caf\xe9") made a meta.json that JSON parsers
+// (nlohmann, which the reader uses) reject.
+TEST_CASE("json_escape output is a valid JSON string even for bytes that are not UTF-8") {
   for (const std::string s : {"caf\xe9", "\xff", "\xc3", "\x80" "xyz"}) {
     CAPTURE(s);
     const auto j = nlohmann::json::parse("\"" + json_escape(s) + "\"", nullptr, false);
     CHECK(j.is_string());
+  }
+}
+
+TEST_CASE("json_escape writes a byte that is not UTF-8 as \\u00XX, the byte read as Latin-1") {
+  CHECK(json_escape("caf\xe9") == "caf\\u00e9");
+  CHECK(json_round_trip("caf\xe9") == "caf\xc3\xa9");
+  CHECK(json_escape("\xff\xfe") == "\\u00ff\\u00fe");
+  CHECK(json_escape("\x80xyz") == "\\u0080xyz");        // a continuation byte alone
+  CHECK(json_escape("a\xc3") == "a\\u00c3");            // a sequence cut off by the end
+  CHECK(json_escape("\xc3(") == "\\u00c3(");            // ... or by a byte that does not continue it
+  CHECK(json_escape("\xe2\x82") == "\\u00e2\\u0082");   // 3-byte sequence missing its last byte
+  CHECK(json_escape("\xc0\xaf") == "\\u00c0\\u00af");   // overlong "/"
+  CHECK(json_escape("\xe0\x80\xaf") == "\\u00e0\\u0080\\u00af");  // overlong, 3 bytes
+  CHECK(json_escape("\xed\xa0\x80") == "\\u00ed\\u00a0\\u0080");  // a UTF-16 surrogate
+  CHECK(json_escape("\xf4\x90\x80\x80") == "\\u00f4\\u0090\\u0080\\u0080");  // > U+10FFFF
+  CHECK(json_escape("\xf8\x88\x80\x80\x80") == "\\u00f8\\u0088\\u0080\\u0080\\u0080");
+}
+
+TEST_CASE("json_escape copies well-formed UTF-8 of every length, including the extremes") {
+  for (const std::string s : {"\xc2\x80", "\xdf\xbf", "\xe0\xa0\x80", "\xe2\x82\xac",
+                              "\xed\x9f\xbf", "\xee\x80\x80", "\xef\xbf\xbf",
+                              "\xf0\x90\x80\x80", "\xf0\x9f\x98\x80", "\xf4\x8f\xbf\xbf"}) {
+    CAPTURE(s);
+    CHECK(json_escape(s) == s);
+    CHECK(json_escape("a" + s + "\xff") == "a" + s + "\\u00ff");
+  }
+}
+
+TEST_CASE("json_escape output parses for every byte string of up to two bytes") {
+  for (int a = 0; a < 256; ++a) {
+    for (int b = -1; b < 256; ++b) {
+      std::string s(1, static_cast<char>(a));
+      if (b >= 0) s += static_cast<char>(b);
+      const auto j = nlohmann::json::parse("\"" + json_escape(s) + "\"", nullptr, false);
+      if (!j.is_string()) FAIL_CHECK("bytes " << a << " " << b << " give " << json_escape(s));
+    }
   }
 }
 
@@ -176,13 +211,11 @@ TEST_CASE("write_meta records SLURM_JOB_ID as an escaped string and an unknown f
   CHECK(j["complete"] == false);
 }
 
-// KNOWN BUG in core/tracer/meta_writer.cpp: write_meta formats numbers with a default
-// std::ostringstream, i.e. in the program's global C++ locale. A traced program that called
+// Regression: write_meta formatted numbers with a default std::ostringstream, i.e. in the
+// program's global C++ locale. A traced program that called
 // std::locale::global(std::locale("de_DE.UTF-8")) (or en_US, which groups thousands with ',')
-// gets "start_realtime_ns": 1.700.000.000..., "work_ns_per_unit": [1,25] -- not JSON.
-// should_fail: once write_meta imbues std::locale::classic(), drop the decorator.
-TEST_CASE("write_meta writes valid JSON whatever the program's global C++ locale" *
-          doctest::should_fail()) {
+// got "start_realtime_ns": 1.700.000.000..., "work_ns_per_unit": [1,25] -- not JSON.
+TEST_CASE("write_meta writes valid JSON whatever the program's global C++ locale") {
   TempDir dir;
   bool written = false;
   {
@@ -192,7 +225,20 @@ TEST_CASE("write_meta writes valid JSON whatever the program's global C++ locale
   REQUIRE(written);
   const auto bytes = read_bytes(dir.file("meta.json"));
   const auto j = nlohmann::json::parse(bytes.begin(), bytes.end(), nullptr, false);
-  CHECK_MESSAGE(!j.is_discarded(), std::string(bytes.begin(), bytes.end()));
+  REQUIRE_MESSAGE(!j.is_discarded(), std::string(bytes.begin(), bytes.end()));
+  CHECK(j["start_realtime_ns"] == 1'700'000'000'000'000'001);
+  CHECK(j["records"] == 123456789012ULL);
+  CHECK(j["work_ns_per_unit"][0].get<double>() == 1.25);
+}
+
+TEST_CASE("write_meta writes a calibration that is not finite as null") {
+  TempDir dir;
+  MetaInfo m = sample_meta(dir.path());
+  m.work_ns_per_unit = {std::numeric_limits<double>::quiet_NaN(),
+                        std::numeric_limits<double>::infinity(), 2.5};
+  REQUIRE(write_meta(m));
+  const auto j = read_json(dir.file("meta.json"));
+  CHECK(j["work_ns_per_unit"] == nlohmann::json::parse("[null, null, 2.5]"));
 }
 
 TEST_CASE("write_meta replaces an existing meta.json") {

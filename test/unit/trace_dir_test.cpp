@@ -146,18 +146,60 @@ TEST_CASE("summarize of truncated ranks takes the wall time from the last event'
   CHECK(s.wall_seconds == doctest::Approx(1.25));
 }
 
-// KNOWN BUG (meta_writer.cpp json_escape, see meta_writer_test.cpp): a host name (or argument,
-// executable path) that is not UTF-8 makes meta.json unparsable, so the whole trace is
-// rejected with "not valid JSON". should_fail: once fixed, drop the decorator.
-TEST_CASE("a trace whose meta.json strings hold non-UTF-8 bytes is still readable" *
-          doctest::should_fail()) {
+// Regression: json_escape copied bytes that are not UTF-8 into meta.json, which made it
+// unparsable, so a trace with a Latin-1 host name (or argument, executable path) was rejected
+// as "not valid JSON".
+TEST_CASE("a trace whose meta.json strings hold non-UTF-8 bytes is still readable") {
   TempDir dir;
   MetaInfo m = meta_for(dir.path(), 1);
   m.hosts.replace(0, 5, "h\xe9te");
   REQUIRE(pskel::tracer::write_meta(m));
   write_rank_file(rank_path(dir, 0), make_header(0, 1, kRunId), {});
   auto set = tr::read_trace_dir(dir.path());
-  CHECK_MESSAGE(set.ok(), set.error().line());
+  REQUIRE_MESSAGE(set.ok(), set.error().line());
+  CHECK(set.value().meta["hosts"][0] == "h\xc3\xa9te");  // the byte read as Latin-1
+}
+
+// Regression: summarize dereferenced find_function() without a check, so a TraceSet built by
+// hand (not by the reader, which skips such records) crashed it.
+TEST_CASE("summarize counts records of unknown function ids apart, without crashing") {
+  tr::TraceSet set;
+  set.ranks.resize(2);
+  tr::Record unknown = make_record(tr::FunctionId::MPI_Send, 1);
+  unknown.function = 999;
+  unknown.t_end = 8'000'000'000;  // not an event: its time does not count either
+  unknown.bytes = 1000;
+  set.ranks[0].records = {make_record(tr::FunctionId::MPI_Send, 2), unknown, unknown};
+  set.ranks[1].records = {make_record(tr::FunctionId::MPI_Recv, 3)};
+  set.ranks[1].unknown_records = 4;  // skipped by the reader
+  const tr::TraceSummary s = tr::summarize(set);
+  CHECK(s.ranks == 2);
+  CHECK(s.events == 2);
+  CHECK(s.events_per_rank == std::vector<uint64_t>{1, 1});
+  const std::vector<std::pair<std::string, uint64_t>> functions = {{"MPI_Recv", 1},
+                                                                   {"MPI_Send", 1}};
+  CHECK(s.functions == functions);
+  CHECK(s.unknown_records == 6);
+  CHECK(s.bytes == static_cast<uint64_t>(make_record(tr::FunctionId::MPI_Send, 2).bytes +
+                                         make_record(tr::FunctionId::MPI_Recv, 3).bytes));
+  CHECK(s.wall_seconds == doctest::Approx(3.5e-6));  // rank 1's Recv ends at t = 3500 ns
+}
+
+TEST_CASE("a trace holding records of a newer tracer's functions is read and summarized") {
+  TempDir dir;
+  REQUIRE(pskel::tracer::write_meta(meta_for(dir.path(), 1)));
+  Entry newer = event(tr::FunctionId::MPI_Send, 2, 50, 2);
+  newer.record.function = 999;
+  write_rank_file(rank_path(dir, 0), make_header(0, 1, kRunId),
+                  {event(tr::FunctionId::MPI_Send, 1, 100), newer,
+                   event(tr::FunctionId::MPI_Barrier, 3, 0)});
+  auto set = tr::read_trace_dir(dir.path());
+  REQUIRE_MESSAGE(set.ok(), set.error().line());
+  CHECK(set.value().ranks[0].records.size() == 2);
+  const tr::TraceSummary s = tr::summarize(set.value());
+  CHECK(s.events == 2);
+  CHECK(s.unknown_records == 1);
+  CHECK(s.bytes == 100);
 }
 
 TEST_CASE("a missing rank file is reported by name as missing") {

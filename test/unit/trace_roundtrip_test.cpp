@@ -6,11 +6,14 @@
 
 #include <doctest/doctest.h>
 
+#include "aux_words.h"
 #include "test_support.h"
 #include "trace/reader.h"
 #include "trace_writer.h"
 
 using namespace pskel::test;
+using pskel::tracer::cut_aux_words;
+using pskel::tracer::kMaxAuxWords;
 using pskel::tracer::TraceWriter;
 namespace tr = pskel::trace;
 
@@ -239,4 +242,62 @@ TEST_CASE("a writer that was never opened drops records and has nothing to close
   CHECK(w.dropped() == 1);
   CHECK(w.records() == 0);
   CHECK(w.close(0, 0, 0));
+}
+
+// Regression: the tracer cut aux words at 0xFFFF, which is not a multiple of kCompletionWords,
+// so a Waitall of more than 16383 requests ended in a torn completion entry; and what it cut
+// was counted nowhere.
+TEST_CASE("aux words that do not fit in a record are cut at a whole completion entry") {
+  const uint16_t waitall = fid(tr::FunctionId::MPI_Waitall);
+  const size_t per_entry = tr::kCompletionWords;
+  const size_t fitting = kMaxAuxWords / per_entry;  // 16383 entries
+  CHECK(cut_aux_words(waitall, 0).kept == 0);
+  CHECK(cut_aux_words(waitall, kMaxAuxWords).kept == kMaxAuxWords);  // fits: nothing to cut
+  CHECK(cut_aux_words(waitall, kMaxAuxWords).lost_requests == 0);
+  for (const size_t entries : {fitting + 1, size_t{20000}, size_t{1} << 20}) {
+    CAPTURE(entries);
+    const auto cut = cut_aux_words(waitall, entries * per_entry);
+    CHECK(cut.kept == fitting * per_entry);
+    CHECK(cut.kept % per_entry == 0);
+    CHECK(cut.lost_requests == entries - fitting);
+  }
+  for (const tr::FunctionId f : {tr::FunctionId::MPI_Wait, tr::FunctionId::MPI_Testsome}) {
+    CHECK(cut_aux_words(fid(f), (fitting + 2) * per_entry).kept == fitting * per_entry);
+  }
+}
+
+TEST_CASE("aux words of other records are cut at a whole word; only requests are lost ones") {
+  const size_t words = kMaxAuxWords + 10;
+  const auto startall = cut_aux_words(fid(tr::FunctionId::MPI_Startall), words);
+  CHECK(startall.kept == kMaxAuxWords);
+  CHECK(startall.lost_requests == 10);  // the starts of 10 requests
+  for (const tr::FunctionId f : {tr::FunctionId::pskel_comm_define, tr::FunctionId::MPI_Alltoallv,
+                                 tr::FunctionId::MPI_Comm_split}) {
+    const auto cut = cut_aux_words(fid(f), words);
+    CHECK(cut.kept == kMaxAuxWords);
+    CHECK(cut.lost_requests == 0);  // the record's counts say how long it was
+  }
+  CHECK(cut_aux_words(999, words).kept == kMaxAuxWords);  // not in the table
+  CHECK(cut_aux_words(fid(tr::FunctionId::MPI_Waitall), SIZE_MAX).lost_requests == UINT32_MAX);
+}
+
+TEST_CASE("a completion record cut to what fits is written and read back whole") {
+  TempDir dir;
+  const std::string path = dir.file("rank.0.pskt");
+  const size_t completed = 20000;
+  Entry wait = make_entry(tr::FunctionId::MPI_Waitall, 1, 0);
+  std::vector<int64_t> words(completed * tr::kCompletionWords);
+  for (size_t i = 0; i < words.size(); ++i) words[i] = static_cast<int64_t>(i);
+  const auto cut = cut_aux_words(wait.record.function, words.size());
+  wait.record.aux_words = cut.kept;
+  wait.aux.assign(words.begin(), words.begin() + cut.kept);
+  const std::vector<Entry> entries = {make_entry(tr::FunctionId::MPI_Send, 0, 0), wait,
+                                      make_entry(tr::FunctionId::MPI_Recv, 2, 0)};
+  const EndInfo end{5000, 0, cut.lost_requests};
+  write_rank_file(path, make_header(), entries, kMinBuffer, end);
+  auto r = tr::read_rank_file(path);
+  REQUIRE_MESSAGE(r.ok(), r.error().line());
+  check_trace(r.value(), make_header(), entries, end);
+  CHECK(r.value().records[1].aux_words % tr::kCompletionWords == 0);
+  CHECK(r.value().end.untracked_requests == completed - kMaxAuxWords / tr::kCompletionWords);
 }

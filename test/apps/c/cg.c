@@ -25,15 +25,11 @@ static double dot(const double *a, const double *b, int n)
 
 int main(int argc, char **argv)
 {
-    CALL(MPI_Init, &argc, &argv);
-    struct options o = {.name = "cg", .size_help = "vector elements per rank", .n = 1000,
-                        .iters = 10, .work = 10, .start = MPI_Wtime()};
+    struct options o = {.name = "cg", .size_help = "vector elements per rank", .n = 1000};
     int rank, size;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    int status = parse_options(argc, argv, &o, rank);
+    const int status = app_begin(&argc, &argv, &o, &rank, &size);
     if (status >= 0)
-        return finish(&o, rank, status);
+        return status;
 
     const MPI_Comm comm = MPI_COMM_WORLD;
     const int n = o.n;

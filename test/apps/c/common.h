@@ -1,5 +1,12 @@
-/* What every pskel test application shares: options, the compute kernel, the report line and
- * the end of the run. Include after mpi.h and counts.h.
+/* What every pskel test application shares: the start of the run (MPI_Init and the options),
+ * the compute kernel, the report line and the end of the run. Include after mpi.h and counts.h.
+ * A program's main() begins
+ *     struct options o = {.name = "ring", .size_help = "doubles per message", .n = 1000};
+ *     int rank, size;
+ *     const int status = app_begin(&argc, &argv, &o, &rank, &size);
+ *     if (status >= 0)
+ *         return status;
+ * and ends with report() and return finish(&o, rank, 0).
  *
  * Options: -n SIZE  problem size (its meaning is each program's own)
  *          -i ITERS iterations
@@ -19,7 +26,8 @@
 struct options {
     const char *name;      /* program name, first word of the report line */
     const char *size_help; /* what -n means */
-    int n, iters, work;
+    int n, iters, work;    /* -n's default is the program's; -i and -w default to 10 */
+    int funneled;          /* start with MPI_Init_thread(MPI_THREAD_FUNNELED), not MPI_Init */
     const char *count_dir; /* -c, or NULL */
     int timing;            /* -t */
     double start;          /* MPI_Wtime() right after init */
@@ -96,6 +104,15 @@ static inline double burn(int work, double x)
     return x;
 }
 
+/* v[0] + ... + v[m-1], added in that order (the Fortran twins' add_up). */
+static inline double add_up(const double *v, int m)
+{
+    double s = 0.0;
+    for (int k = 0; k < m; ++k)
+        s += v[k];
+    return s;
+}
+
 /* Rank 0 prints the one line of standard output. */
 static void report(const struct options *o, int rank, int size, double checksum)
 {
@@ -114,6 +131,28 @@ static int finish(const struct options *o, int rank, int status)
     if (o->count_dir && counts_write(o->count_dir, rank) != 0 && status == 0)
         status = 1;
     return status;
+}
+
+/* The start of every program: MPI_Init (or MPI_Init_thread if o->funneled), the start time,
+ * this rank and the number of ranks in MPI_COMM_WORLD, then the options parsed into o, which
+ * holds the program's name, size_help, n and funneled. Returns -1 to go on; otherwise MPI is
+ * finalised already and main() returns this exit status at once (0 after -h, 2 after a bad
+ * option). */
+static int app_begin(int *argc, char ***argv, struct options *o, int *rank, int *size)
+{
+    if (o->funneled) {
+        int provided;
+        CALL(MPI_Init_thread, argc, argv, MPI_THREAD_FUNNELED, &provided);
+    } else {
+        CALL(MPI_Init, argc, argv);
+    }
+    o->iters = 10;
+    o->work = 10;
+    o->start = MPI_Wtime();
+    MPI_Comm_rank(MPI_COMM_WORLD, rank);
+    MPI_Comm_size(MPI_COMM_WORLD, size);
+    const int status = parse_options(*argc, *argv, o, *rank);
+    return status >= 0 ? finish(o, *rank, status) : -1;
 }
 
 #endif

@@ -30,15 +30,11 @@ static double task(int id, const struct options *o)
 
 int main(int argc, char **argv)
 {
-    CALL(MPI_Init, &argc, &argv);
-    struct options o = {.name = "masterworker", .size_help = "number of tasks", .n = 40,
-                        .iters = 10, .work = 10, .start = MPI_Wtime()};
+    struct options o = {.name = "masterworker", .size_help = "number of tasks", .n = 40};
     int rank, size;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    int status = parse_options(argc, argv, &o, rank);
+    const int status = app_begin(&argc, &argv, &o, &rank, &size);
     if (status >= 0)
-        return finish(&o, rank, status);
+        return status;
 
     const MPI_Comm comm = MPI_COMM_WORLD;
     /* Every message is doubles: a task is {task id}, a result {task id, value}, a stop empty. */

@@ -27,26 +27,14 @@
 #include "counts.h"
 #include "common.h"
 
-static double sum(const double *v, int m)
-{
-    double s = 0.0;
-    for (int k = 0; k < m; ++k)
-        s += v[k];
-    return s;
-}
-
 int main(int argc, char **argv)
 {
-    int provided;
-    CALL(MPI_Init_thread, &argc, &argv, MPI_THREAD_FUNNELED, &provided);
-    struct options o = {.name = "persistent", .size_help = "doubles per message", .n = 100,
-                        .iters = 10, .work = 10, .start = MPI_Wtime()};
+    struct options o = {.name = "persistent", .size_help = "doubles per message",
+                        .n = 100, .funneled = 1};
     int rank, size;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    int status = parse_options(argc, argv, &o, rank);
+    const int status = app_begin(&argc, &argv, &o, &rank, &size);
     if (status >= 0)
-        return finish(&o, rank, status);
+        return status;
 
     const MPI_Comm comm = MPI_COMM_WORLD;
     const int n = o.n, right = (rank + 1) % size, left = (rank - 1 + size) % size;
@@ -81,7 +69,7 @@ int main(int argc, char **argv)
 
         MPI_Request req, coll[4];
         int flag, index, outcount, done[4];
-        double local = sum(x, n), global;
+        double local = add_up(x, n), global;
         CALL(MPI_Iallreduce, &local, &global, 1, MPI_DOUBLE, MPI_SUM, comm, &req);
         CALL(MPI_Wait, &req, MPI_STATUS_IGNORE);
 
@@ -105,7 +93,7 @@ int main(int argc, char **argv)
         CALL(MPI_Waitall, 4, coll, statuses);
 
         /* Mix everything in, scaled to stay near the values of x. */
-        double mixed = global + sum(sums, size);
+        double mixed = global + add_up(sums, size);
         for (int p = 0; p < size; ++p)
             mixed += a2a_in[p];
         if (rank == reduce_root)
@@ -119,7 +107,7 @@ int main(int argc, char **argv)
     for (int r = 0; r < 4; ++r)
         CALL(MPI_Request_free, &p2p[r]);
 
-    double local = sum(x, n), prefix, exprefix = 0.0, block, pair[2] = {0.0, 0.0};
+    double local = add_up(x, n), prefix, exprefix = 0.0, block, pair[2] = {0.0, 0.0};
     for (int p = 0; p < 2 * size; ++p)
         rs_in[p] = x[p % n];
     CALL(MPI_Scan, &local, &prefix, 1, MPI_DOUBLE, MPI_SUM, comm);

@@ -29,15 +29,11 @@ static void mix(double *x, const double *received, int n)
 
 int main(int argc, char **argv)
 {
-    CALL(MPI_Init, &argc, &argv);
-    struct options o = {.name = "ring", .size_help = "doubles per message", .n = 1000,
-                        .iters = 10, .work = 10, .start = MPI_Wtime()};
+    struct options o = {.name = "ring", .size_help = "doubles per message", .n = 1000};
     int rank, size;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    int status = parse_options(argc, argv, &o, rank);
+    const int status = app_begin(&argc, &argv, &o, &rank, &size);
     if (status >= 0)
-        return finish(&o, rank, status);
+        return status;
 
     const int n = o.n, right = (rank + 1) % size, left = (rank - 1 + size) % size;
     const MPI_Comm comm = MPI_COMM_WORLD;

@@ -22,15 +22,12 @@ enum { NORTH, SOUTH, WEST, EAST };
 
 int main(int argc, char **argv)
 {
-    CALL(MPI_Init, &argc, &argv);
     struct options o = {.name = "stencil", .size_help = "side of each rank's square block",
-                        .n = 32, .iters = 10, .work = 10, .start = MPI_Wtime()};
+                        .n = 32};
     int rank, size;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    int status = parse_options(argc, argv, &o, rank);
+    const int status = app_begin(&argc, &argv, &o, &rank, &size);
     if (status >= 0)
-        return finish(&o, rank, status);
+        return status;
 
     const MPI_Comm comm = MPI_COMM_WORLD;
     int dims[2] = {0, 0};

@@ -22,25 +22,14 @@
 #include "counts.h"
 #include "common.h"
 
-static double sum(const double *v, int m)
-{
-    double s = 0.0;
-    for (int k = 0; k < m; ++k)
-        s += v[k];
-    return s;
-}
-
 int main(int argc, char **argv)
 {
-    CALL(MPI_Init, &argc, &argv);
     struct options o = {.name = "subcomm", .size_help = "elements per rank (plus rank%3)",
-                        .n = 100, .iters = 10, .work = 10, .start = MPI_Wtime()};
+                        .n = 100};
     int rank, size;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    int status = parse_options(argc, argv, &o, rank);
+    const int status = app_begin(&argc, &argv, &o, &rank, &size);
     if (status >= 0)
-        return finish(&o, rank, status);
+        return status;
 
     int dims[2] = {0, 0}, periods[2] = {0, 0}, keep_columns[2] = {0, 1};
     MPI_Dims_create(size, 2, dims);
@@ -87,7 +76,7 @@ int main(int argc, char **argv)
         for (int k = 0; k < m; ++k)
             v[k] = 0.9 * v[k] + 0.1 * s;
 
-        double local = sum(v, m), colsum = 0.0;
+        double local = add_up(v, m), colsum = 0.0;
         CALL(MPI_Reduce, &local, &colsum, 1, MPI_DOUBLE, MPI_SUM, 0, colcomm);
         if (row == 0)
             v[m - 1] = 0.5 * v[m - 1] + 0.5 * colsum / (py * m);

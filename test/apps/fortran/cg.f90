@@ -9,17 +9,12 @@ program cg
   implicit none
   integer, parameter :: comm = MPI_COMM_WORLD
   type(options) :: o
-  integer :: ierr, rank, nranks, status, n, left, right, it, k
+  integer :: ierr, rank, nranks, n, left, right, it, k
   real(dp), allocatable :: b(:), x(:), r(:), p(:), q(:)
   real(dp) :: rr, rr_new, pq, alpha, beta, local, total, checksum
 
-  call count_call('MPI_Init'); call MPI_Init(ierr)
-  o = options(name='cg', size_help='vector elements per rank', n=1000, iters=10, work=10, &
-              start=MPI_Wtime())
-  call MPI_Comm_rank(comm, rank, ierr)
-  call MPI_Comm_size(comm, nranks, ierr)
-  call parse_options(o, rank, status)
-  if (status >= 0) call finish(o, rank, status)
+  o = options(name='cg', size_help='vector elements per rank', n=1000)
+  call app_begin(o, rank, nranks)
 
   n = o%n
   left = MPI_PROC_NULL

@@ -7,13 +7,17 @@
 !          -t       rank 0 prints elapsed_seconds=SECONDS to stderr
 !          -h       help
 ! The report line is byte for byte the C one, so a twin's output can be compared with diff.
+! A program begins
+!   o = options(name='ring', size_help='doubles per message', n=1000)
+!   call app_begin(o, rank, nranks)
+! and ends with call report(...) and call finish(o, rank, 0).
 module app_common
   use mpi
   use counts
   use, intrinsic :: iso_fortran_env, only: int64, output_unit, error_unit
   implicit none
   private
-  public :: dp, options, parse_options, burn, report, finish
+  public :: dp, options, app_begin, parse_options, burn, add_up, report, finish
 
   integer, parameter :: dp = kind(1.0d0)
 
@@ -21,6 +25,7 @@ module app_common
     character(len=32) :: name = ''       ! program name, first word of the report line
     character(len=64) :: size_help = ''  ! what -n means
     integer :: n = 1, iters = 10, work = 10
+    logical :: funneled = .false.        ! start with MPI_Init_thread(MPI_THREAD_FUNNELED)
     character(len=:), allocatable :: count_dir  ! -c, unallocated if not given
     logical :: timing = .false.          ! -t
     real(dp) :: start = 0                ! MPI_Wtime() right after init
@@ -114,6 +119,27 @@ contains
     end do
   end subroutine parse_options
 
+  ! The start of every program: MPI_Init (or MPI_Init_thread if o%funneled), the start time,
+  ! this rank and the number of ranks in MPI_COMM_WORLD, then the options parsed into o, which
+  ! holds the program's name, size_help, n and funneled. After -h or a bad option it ends the
+  ! program through finish.
+  subroutine app_begin(o, rank, nranks)
+    type(options), intent(inout) :: o
+    integer, intent(out) :: rank, nranks
+    integer :: ierr, provided, status
+    if (o%funneled) then
+      call count_call('MPI_Init_thread')
+      call MPI_Init_thread(MPI_THREAD_FUNNELED, provided, ierr)
+    else
+      call count_call('MPI_Init'); call MPI_Init(ierr)
+    end if
+    o%start = MPI_Wtime()
+    call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
+    call MPI_Comm_size(MPI_COMM_WORLD, nranks, ierr)
+    call parse_options(o, rank, status)
+    if (status >= 0) call finish(o, rank, status)
+  end subroutine app_begin
+
   ! The compute of one iteration: 500*work steps of 2 dependent flops, seeded by x0. The result
   ! depends on x0 and work, so callers feed it into their data and it cannot be optimised away.
   pure function burn(work, x0) result(x)
@@ -126,6 +152,17 @@ contains
       x = x * 0.999_dp + 0.001_dp
     end do
   end function burn
+
+  ! The sum of a, added up in order as the C twins do (sum() may add in another order).
+  pure function add_up(a) result(total_of_a)
+    real(dp), intent(in) :: a(:)
+    real(dp) :: total_of_a
+    integer :: i
+    total_of_a = 0
+    do i = 1, size(a)
+      total_of_a = total_of_a + a(i)
+    end do
+  end function add_up
 
   ! x as C's printf("%.12e") writes it.
   function c_format(x) result(s)

@@ -12,7 +12,7 @@ program masterworker
   integer, parameter :: comm = MPI_COMM_WORLD
   integer, parameter :: tag_task = 1, tag_stop = 2, tag_result = 3
   type(options) :: o
-  integer :: ierr, rank, nranks, status, next, busy, w, t
+  integer :: ierr, rank, nranks, next, busy, w, t
   integer :: st(MPI_STATUS_SIZE)
   real(dp), allocatable :: results(:)
   ! Every message is doubles: a task is (task id), a result (task id, value), a stop empty.
@@ -21,13 +21,8 @@ program masterworker
   real(dp) :: task_id(1), result(2), checksum
   logical :: leftover
 
-  call count_call('MPI_Init'); call MPI_Init(ierr)
-  o = options(name='masterworker', size_help='number of tasks', n=40, iters=10, work=10, &
-              start=MPI_Wtime())
-  call MPI_Comm_rank(comm, rank, ierr)
-  call MPI_Comm_size(comm, nranks, ierr)
-  call parse_options(o, rank, status)
-  if (status >= 0) call finish(o, rank, status)
+  o = options(name='masterworker', size_help='number of tasks', n=40)
+  call app_begin(o, rank, nranks)
 
   if (rank == 0) then
     allocate (results(0:o%n - 1))

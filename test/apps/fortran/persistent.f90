@@ -9,7 +9,7 @@ program persistent
   implicit none
   integer, parameter :: comm = MPI_COMM_WORLD
   type(options) :: o
-  integer :: ierr, provided, rank, nranks, status, n, right, left, it, k, p, r
+  integer :: ierr, rank, nranks, n, right, left, it, k, p, r
   integer :: bcast_root, reduce_root, req, index, outcount
   integer :: p2p(4), coll(4), done(4)
   integer, allocatable :: rs_counts(:)
@@ -20,14 +20,8 @@ program persistent
   real(dp), asynchronous :: local, global
   real(dp) :: prefix, exprefix, block, pair(2), mixed, weighted, checksum
 
-  call count_call('MPI_Init_thread')
-  call MPI_Init_thread(MPI_THREAD_FUNNELED, provided, ierr)
-  o = options(name='persistent', size_help='doubles per message', n=100, iters=10, work=10, &
-              start=MPI_Wtime())
-  call MPI_Comm_rank(comm, rank, ierr)
-  call MPI_Comm_size(comm, nranks, ierr)
-  call parse_options(o, rank, status)
-  if (status >= 0) call finish(o, rank, status)
+  o = options(name='persistent', size_help='doubles per message', n=100, funneled=.true.)
+  call app_begin(o, rank, nranks)
 
   n = o%n
   right = mod(rank + 1, nranks)
@@ -137,17 +131,4 @@ program persistent
   call MPI_Reduce(weighted, checksum, 1, MPI_DOUBLE_PRECISION, MPI_SUM, 0, comm, ierr)
   call report(o, rank, nranks, checksum)
   call finish(o, rank, 0)
-
-contains
-
-  pure function add_up(a) result(total_of_a)
-    real(dp), intent(in) :: a(:)
-    real(dp) :: total_of_a
-    integer :: i
-    total_of_a = 0
-    do i = 1, size(a)
-      total_of_a = total_of_a + a(i)
-    end do
-  end function add_up
-
 end program persistent

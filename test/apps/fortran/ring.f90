@@ -8,19 +8,14 @@ program ring
   use app_common
   implicit none
   type(options) :: o
-  integer :: ierr, rank, nranks, status, n, right, left, it, k, p, bsize, req
+  integer :: ierr, rank, nranks, n, right, left, it, k, p, bsize, req
   integer, parameter :: comm = MPI_COMM_WORLD
   real(dp), allocatable :: x(:), sums(:), bbuf(:)
   real(dp), allocatable, asynchronous :: r(:)
   real(dp) :: local, checksum
 
-  call count_call('MPI_Init'); call MPI_Init(ierr)
-  o = options(name='ring', size_help='doubles per message', n=1000, iters=10, work=10, &
-              start=MPI_Wtime())
-  call MPI_Comm_rank(comm, rank, ierr)
-  call MPI_Comm_size(comm, nranks, ierr)
-  call parse_options(o, rank, status)
-  if (status >= 0) call finish(o, rank, status)
+  o = options(name='ring', size_help='doubles per message', n=1000)
+  call app_begin(o, rank, nranks)
 
   n = o%n
   right = mod(rank + 1, nranks)

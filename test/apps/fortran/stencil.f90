@@ -10,19 +10,14 @@ program stencil
   integer, parameter :: north = 1, south = 2, west = 3, east = 4
   integer, parameter :: comm = MPI_COMM_WORLD
   type(options) :: o
-  integer :: ierr, rank, nranks, status, n, c, py, px, row, col, it, i, j, k, d, done
+  integer :: ierr, rank, nranks, n, c, py, px, row, col, it, i, j, k, d, done
   integer :: dims(2), nbr(4), rreq(4), sreq(4)
   real(dp), allocatable :: u(:, :), v(:, :)
   real(dp), allocatable, asynchronous :: sendbuf(:, :), recvbuf(:, :)
   real(dp) :: residual, local, total, diff
 
-  call count_call('MPI_Init'); call MPI_Init(ierr)
-  o = options(name='stencil', size_help="side of each rank's square block", n=32, iters=10, &
-              work=10, start=MPI_Wtime())
-  call MPI_Comm_rank(comm, rank, ierr)
-  call MPI_Comm_size(comm, nranks, ierr)
-  call parse_options(o, rank, status)
-  if (status >= 0) call finish(o, rank, status)
+  o = options(name='stencil', size_help="side of each rank's square block", n=32)
+  call app_begin(o, rank, nranks)
 
   dims = 0
   call MPI_Dims_create(nranks, 2, dims, ierr)

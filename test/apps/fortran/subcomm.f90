@@ -9,20 +9,15 @@ program subcomm
   use app_common
   implicit none
   type(options) :: o
-  integer :: ierr, rank, nranks, status, py, px, row, col, p, k, neven, total, m, it
+  integer :: ierr, rank, nranks, py, px, row, col, p, k, neven, total, m, it
   integer :: dims(2), rowcomm, colcomm, cart, cartrow, world, evens, all, even
   integer, allocatable :: members(:), counts(:), displs(:)
   logical :: periods(2), keep_columns(2)
   real(dp), allocatable :: data(:), v(:), rowsums(:)
   real(dp) :: s, local, colsum, checksum
 
-  call count_call('MPI_Init'); call MPI_Init(ierr)
-  o = options(name='subcomm', size_help='elements per rank (plus rank%3)', n=100, iters=10, &
-              work=10, start=MPI_Wtime())
-  call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
-  call MPI_Comm_size(MPI_COMM_WORLD, nranks, ierr)
-  call parse_options(o, rank, status)
-  if (status >= 0) call finish(o, rank, status)
+  o = options(name='subcomm', size_help='elements per rank (plus rank%3)', n=100)
+  call app_begin(o, rank, nranks)
 
   dims = 0
   periods = .false.
@@ -121,17 +116,4 @@ program subcomm
   call count_call('MPI_Comm_free'); call MPI_Comm_free(colcomm, ierr)
   call count_call('MPI_Comm_free'); call MPI_Comm_free(rowcomm, ierr)
   call finish(o, rank, 0)
-
-contains
-
-  pure function add_up(a) result(total_of_a)
-    real(dp), intent(in) :: a(:)
-    real(dp) :: total_of_a
-    integer :: i
-    total_of_a = 0
-    do i = 1, size(a)
-      total_of_a = total_of_a + a(i)
-    end do
-  end function add_up
-
 end program subcomm

@@ -9,18 +9,13 @@ program transpose
   implicit none
   integer, parameter :: comm = MPI_COMM_WORLD
   type(options) :: o
-  integer :: ierr, rank, nranks, status, n, length, half, rtotal, total, it, p, s, k, first
+  integer :: ierr, rank, nranks, n, length, half, rtotal, total, it, p, s, k, first
   integer, allocatable :: scounts(:), sdispls(:), rcounts(:), rdispls(:), counts(:), displs(:)
   real(dp), allocatable :: a(:), b(:), c(:), gathered(:)
   real(dp) :: t, v, checksum
 
-  call count_call('MPI_Init'); call MPI_Init(ierr)
-  o = options(name='transpose', size_help='doubles per rank pair in MPI_Alltoall', n=64, &
-              iters=10, work=10, start=MPI_Wtime())
-  call MPI_Comm_rank(comm, rank, ierr)
-  call MPI_Comm_size(comm, nranks, ierr)
-  call parse_options(o, rank, status)
-  if (status >= 0) call finish(o, rank, status)
+  o = options(name='transpose', size_help='doubles per rank pair in MPI_Alltoall', n=64)
+  call app_begin(o, rank, nranks)
 
   n = o%n
   length = n * nranks

@@ -9,17 +9,12 @@ program wavefront
   implicit none
   integer, parameter :: comm = MPI_COMM_WORLD
   type(options) :: o
-  integer :: ierr, rank, nranks, status, n, c, blocks, up, down, it, b, lo, hi, i, j
+  integer :: ierr, rank, nranks, n, c, blocks, up, down, it, b, lo, hi, i, j
   real(dp), allocatable :: u(:, :)
   real(dp) :: local, total
 
-  call count_call('MPI_Init'); call MPI_Init(ierr)
-  o = options(name='wavefront', size_help="rows and columns of each rank's strip", n=32, &
-              iters=10, work=10, start=MPI_Wtime())
-  call MPI_Comm_rank(comm, rank, ierr)
-  call MPI_Comm_size(comm, nranks, ierr)
-  call parse_options(o, rank, status)
-  if (status >= 0) call finish(o, rank, status)
+  o = options(name='wavefront', size_help="rows and columns of each rank's strip", n=32)
+  call app_begin(o, rank, nranks)
 
   up = MPI_PROC_NULL
   if (rank > 0) up = rank - 1

@@ -1,0 +1,235 @@
+// pskel db list|show|forget|export and pskel report: the store (core/store) seen by an
+// administrator or a user. Exit codes: 0 ok, 1 bad input (unknown application, unreadable
+// store), 2 usage.
+#include <fmt/format.h>
+#include <pwd.h>
+
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "commands.h"
+#include "config/config.h"
+#include "store/store.h"
+
+namespace pskel::cli {
+namespace {
+
+struct DbOptions {
+  std::string conf;
+  std::string db;
+  std::string user;
+  bool json = false;
+};
+
+void add_common(CLI::App* cmd, DbOptions& o, bool with_user = true) {
+  cmd->add_option("--conf", o.conf, "pskel.conf (default: $PSKEL_CONF or the installed one)");
+  cmd->add_option("--db", o.db, "The store's database (default: Database in pskel.conf)");
+  if (with_user) cmd->add_option("--user", o.user, "Only this user's applications (name or uid)");
+  cmd->add_flag("--json", o.json, "Print JSON");
+}
+
+struct Opened {
+  config::Config conf;
+  store::Store store;
+  std::optional<uint32_t> uid;
+};
+
+Result<Opened> open_store(const DbOptions& o) {
+  const std::string path = o.conf.empty() ? config::default_config_path() : o.conf;
+  auto conf = config::load_config(path, o.conf.empty());
+  if (!conf) return conf.error();
+  if (!o.db.empty()) conf.value().database = o.db;
+  std::optional<uint32_t> uid;
+  if (!o.user.empty()) {
+    uint64_t n = 0;
+    if (config::parse_u64(o.user, &n) && n <= 0xffffffffu) {
+      uid = static_cast<uint32_t>(n);
+    } else {
+      const passwd* pw = ::getpwnam(o.user.c_str());
+      if (!pw) return Error{"", "--user " + o.user + ": no such user"};
+      uid = pw->pw_uid;
+    }
+  }
+  auto store = store::Store::open(conf.value().database);
+  if (!store) return store.error();
+  return Opened{std::move(conf).value(), std::move(store).value(), uid};
+}
+
+std::string seconds(double s) { return s < 0 ? "-" : fmt::format("{:.1f}", s); }
+
+nlohmann::json app_json(const store::Application& a) {
+  return {{"id", a.id}, {"uid", a.uid}, {"user", a.user}, {"application", a.key}, {"created", a.created}};
+}
+
+int list(const DbOptions& o) {
+  auto db = open_store(o);
+  if (!db) return fail(db.error().line());
+  auto apps = db.value().store.list(db.value().uid);
+  if (!apps) return fail(apps.error().line());
+  if (o.json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& s : apps.value()) {
+      nlohmann::json j = app_json(s.app);
+      j["traces"] = s.traces;
+      j["predictions"] = s.predictions;
+      j["last_state"] = s.last_state;
+      j["last_message"] = s.last_message;
+      out.push_back(j);
+    }
+    fmt::print("{}\n", out.dump(2));
+    return 0;
+  }
+  fmt::print("{:>5}  {:<12} {:<32} {:>6} {:>11}  {}\n", "id", "user", "application", "traces",
+             "predictions", "last trace");
+  for (const auto& s : apps.value())
+    fmt::print("{:>5}  {:<12} {:<32} {:>6} {:>11}  {}{}\n", s.app.id, s.app.user, s.app.key,
+               s.traces, s.predictions, s.last_state,
+               s.last_message.empty() ? "" : " (" + s.last_message + ")");
+  return 0;
+}
+
+// The applications APP names (a key or an id), or a usage problem as an Error.
+Result<std::vector<store::Application>> find(const Opened& db, const std::string& app) {
+  auto apps = db.store.find_applications(app, db.uid);
+  if (!apps) return apps.error();
+  if (apps.value().empty()) return Error{db.conf.database, "no application " + app};
+  return apps;
+}
+
+int show(const DbOptions& o, const std::string& app) {
+  auto db = open_store(o);
+  if (!db) return fail(db.error().line());
+  auto apps = find(db.value(), app);
+  if (!apps) return fail(apps.error().line());
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& a : apps.value()) {
+    auto traces = db.value().store.traces(a.id);
+    auto predictions = db.value().store.predictions(a.id);
+    auto outcomes = db.value().store.outcomes(a.id);
+    if (!traces || !predictions || !outcomes) return fail("store: cannot read " + a.key);
+    nlohmann::json j = app_json(a);
+    j["traces"] = nlohmann::json::array();
+    for (const auto& t : traces.value())
+      j["traces"].push_back({{"job_id", t.job_id}, {"ntasks", t.ntasks}, {"partition", t.partition},
+                             {"state", t.state}, {"step", t.step}, {"message", t.message},
+                             {"trace_dir", t.trace_dir}, {"runtime_seconds", t.runtime_seconds}});
+    j["predictions"] = nlohmann::json::array();
+    for (const auto& p : predictions.value())
+      j["predictions"].push_back({{"id", p.id}, {"ntasks", p.ntasks}, {"partition", p.partition},
+                                  {"skeleton_seconds", p.skeleton_seconds}, {"scale", p.scale},
+                                  {"predicted_seconds", p.predicted_seconds}, {"created", p.created}});
+    j["outcomes"] = nlohmann::json::array();
+    for (const auto& c : outcomes.value())
+      j["outcomes"].push_back({{"job_id", c.job_id}, {"prediction_id", c.prediction_id},
+                               {"predicted_seconds", c.predicted_seconds},
+                               {"limit_minutes", c.limit_minutes},
+                               {"actual_seconds", c.actual_seconds}, {"state", c.state}});
+    out.push_back(j);
+    if (o.json) continue;
+    fmt::print("application {} (id {}) of {} (uid {})\n", a.key, a.id, a.user, a.uid);
+    for (const auto& t : traces.value())
+      fmt::print("  trace    job {:<8} {} tasks, {:<10} {:<8} {}{}  run time {} s\n", t.job_id,
+                 t.ntasks, t.partition, t.state, t.step, t.message.empty() ? "" : ": " + t.message,
+                 seconds(t.runtime_seconds));
+    for (const auto& p : predictions.value())
+      fmt::print("  predict  #{:<7} {} tasks, {:<10} {} s (skeleton {} s x {})\n", p.id, p.ntasks,
+                 p.partition, seconds(p.predicted_seconds), seconds(p.skeleton_seconds), p.scale);
+    for (const auto& c : outcomes.value())
+      fmt::print("  outcome  job {:<8} predicted {} s, limit {} min, actual {} s, {}\n", c.job_id,
+                 seconds(c.predicted_seconds), c.limit_minutes, seconds(c.actual_seconds), c.state);
+  }
+  if (o.json) fmt::print("{}\n", out.dump(2));
+  return 0;
+}
+
+int forget(const DbOptions& o, const std::string& app) {
+  auto db = open_store(o);
+  if (!db) return fail(db.error().line());
+  auto apps = find(db.value(), app);
+  if (!apps) return fail(apps.error().line());
+  if (apps.value().size() > 1)
+    return fail(fmt::format("{}: {} users have an application of that name (give --user)", app,
+                            apps.value().size()));
+  const store::Application& a = apps.value().front();
+  if (auto r = db.value().store.forget(a.id); !r) return fail(r.error().line());
+  if (auto w = store::write_export(db.value().store, db.value().conf.export_file); !w)
+    return fail("forgotten, but the export was not rewritten: " + w.error().line());
+  if (o.json) fmt::print("{}\n", app_json(a).dump(2));
+  else fmt::print("forgot {} of {} (uid {})\n", a.key, a.user, a.uid);
+  return 0;
+}
+
+int write_export(const DbOptions& o) {
+  auto db = open_store(o);
+  if (!db) return fail(db.error().line());
+  if (auto w = store::write_export(db.value().store, db.value().conf.export_file); !w)
+    return fail(w.error().line());
+  if (o.json) fmt::print("{}\n", nlohmann::json{{"export", db.value().conf.export_file}}.dump(2));
+  else fmt::print("export written to {}\n", db.value().conf.export_file);
+  return 0;
+}
+
+int report(const DbOptions& o) {
+  auto db = open_store(o);
+  if (!db) return fail(db.error().line());
+  auto rows = db.value().store.report(db.value().uid);
+  if (!rows) return fail(rows.error().line());
+  if (o.json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& r : rows.value()) {
+      nlohmann::json j = app_json(r.app);
+      j["jobs"] = r.jobs;
+      j["mean_abs_error_pct"] = r.mean_abs_error_pct;
+      j["max_abs_error_pct"] = r.max_abs_error_pct;
+      j["mean_predicted_seconds"] = r.mean_predicted;
+      j["mean_actual_seconds"] = r.mean_actual;
+      j["timeouts"] = r.timeouts;
+      out.push_back(j);
+    }
+    fmt::print("{}\n", out.dump(2));
+    return 0;
+  }
+  fmt::print("{:<12} {:<32} {:>5} {:>10} {:>10} {:>11} {:>10} {:>8}\n", "user", "application",
+             "jobs", "mean err%", "max err%", "predicted s", "actual s", "timeouts");
+  for (const auto& r : rows.value())
+    fmt::print("{:<12} {:<32} {:>5} {:>10.1f} {:>10.1f} {:>11.1f} {:>10.1f} {:>8}\n", r.app.user,
+               r.app.key, r.jobs, r.mean_abs_error_pct, r.max_abs_error_pct, r.mean_predicted,
+               r.mean_actual, r.timeouts);
+  return 0;
+}
+
+}  // namespace
+
+Subcommand add_db_command(CLI::App& app) {
+  auto o = std::make_shared<DbOptions>();
+  auto target = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand("db", "The prediction store: list, show, forget, export");
+  cmd->require_subcommand(1);
+  CLI::App* l = cmd->add_subcommand("list", "Applications, with their traces and predictions");
+  CLI::App* s = cmd->add_subcommand("show", "Traces, predictions and outcomes of an application");
+  CLI::App* f = cmd->add_subcommand("forget", "Delete an application and all it has stored");
+  CLI::App* e = cmd->add_subcommand("export", "Rewrite the export job_submit_pskel.so reads");
+  add_common(l, *o);
+  add_common(s, *o);
+  add_common(f, *o);
+  add_common(e, *o, false);
+  s->add_option("APP", *target, "Application key or id")->required();
+  f->add_option("APP", *target, "Application key or id")->required();
+  return {cmd, [o, target, l, s, f]() {
+    if (l->parsed()) return list(*o);
+    if (s->parsed()) return show(*o, *target);
+    if (f->parsed()) return forget(*o, *target);
+    return write_export(*o);
+  }};
+}
+
+Subcommand add_report_command(CLI::App& app) {
+  auto o = std::make_shared<DbOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "report", "Prediction accuracy per application (jobs whose limit pskel set)");
+  add_common(cmd, *o);
+  return {cmd, [o]() { return report(*o); }};
+}
+
+}  // namespace pskel::cli

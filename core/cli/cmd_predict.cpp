@@ -1,0 +1,179 @@
+// pskel predict OUT [--launcher "mpiexec -n N"] [--repeat R] [--json]: runs the skeleton that
+// `pskel skeleton` built in OUT and turns its time into a prediction of the original's.
+//
+// The skeleton prints (skeletons/pskel_runtime.h) its raw time from the end of MPI_Init to the
+// start of MPI_Finalize and that time weighted back (scaled loops x N/run, compute outside them
+// x K). What the launcher, MPI_Init and MPI_Finalize cost does not scale: it is the run's wall
+// time minus the skeleton's own time, added back once. So
+//     predicted_seconds = weighted time + (wall time - skeleton time).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "commands.h"
+#include "process.h"
+
+namespace pskel::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Options {
+  std::string out, launcher;
+  int repeat = 1;
+  double timeout = 0;
+  bool json = false;
+};
+
+struct Run {
+  double wall = 0, skeleton = 0, scaled = 0, unscaled = 0, weighted = 0, predicted = 0;
+  long errors = 0;
+};
+
+// The values of "key=value" words on the runtime's line.
+bool parse_line(const std::string& out, Run& run) {
+  const size_t at = out.rfind("pskel-skeleton: ranks=");
+  if (at == std::string::npos) return false;
+  std::istringstream words(out.substr(at, out.find('\n', at) - at));
+  std::string word;
+  int found = 0;
+  while (words >> word) {
+    const size_t eq = word.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string key = word.substr(0, eq);
+    const double value = std::strtod(word.c_str() + eq + 1, nullptr);
+    if (key == "skeleton_seconds") run.skeleton = value, ++found;
+    else if (key == "scaled_seconds") run.scaled = value;
+    else if (key == "unscaled_seconds") run.unscaled = value;
+    else if (key == "predicted_seconds") run.weighted = value, ++found;
+    else if (key == "errors") run.errors = static_cast<long>(value);
+  }
+  return found == 2;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::string last_line(const std::string& text) {
+  size_t end = text.find_last_not_of(" \n");
+  if (end == std::string::npos) return "";
+  const size_t start = text.rfind('\n', end);
+  return text.substr(start == std::string::npos ? 0 : start + 1, end - (start == std::string::npos ? 0 : start + 1) + 1);
+}
+
+int run(const Options& opt) {
+  const fs::path dir(opt.out);
+  const fs::path json_path = dir / "skeleton.json";
+  std::ifstream in(json_path);
+  if (!in) return fail(fmt::format("{}: missing (not a directory `pskel skeleton` wrote)", json_path.string()));
+  nlohmann::json desc = nlohmann::json::parse(in, nullptr, false);
+  if (!desc.is_object() || !desc.contains("scale") || !desc["scale"].is_number() ||
+      !desc.contains("binary") || !desc["binary"].is_string() || !desc.contains("ranks") ||
+      !desc["ranks"].is_number_integer())
+    return fail(fmt::format("{}: not a skeleton description (needs scale, binary, ranks)", json_path.string()));
+  const std::string binary = desc["binary"].get<std::string>();
+  if (!fs::exists(binary)) return fail(fmt::format("{}: missing (build it with `pskel skeleton`)", binary));
+  const std::string mpi = desc.contains("mpi") && desc["mpi"].is_string() ? desc["mpi"].get<std::string>() : "";
+  std::vector<std::string> command =
+      opt.launcher.empty()
+          ? std::vector<std::string>{mpi == "openmpi" ? "mpiexec.openmpi" : mpi == "mpich" ? "mpiexec.mpich" : "mpiexec",
+                                     "-n", std::to_string(desc["ranks"].get<int>())}
+          : split_words(opt.launcher);
+  command.push_back(binary);
+  double timeout = opt.timeout;
+  if (timeout <= 0) {
+    const double estimate = desc.contains("estimated_skeleton_seconds") && desc["estimated_skeleton_seconds"].is_number()
+                                ? desc["estimated_skeleton_seconds"].get<double>()
+                                : 60.0;
+    timeout = 120.0 + 10.0 * estimate;
+  }
+
+  std::vector<Run> runs;
+  for (int i = 0; i < std::max(1, opt.repeat); ++i) {
+    auto done = run_process(command, timeout);
+    if (!done) return fail(done.error().line());
+    const ProcessResult& p = done.value();
+    if (p.interrupted) return fail("interrupted");
+    if (p.timed_out)
+      return fail(fmt::format("{}: did not finish within {:.0f} s (killed)", binary, timeout));
+    Run r;
+    if (p.status != 0 || !parse_line(p.out, r)) {
+      const std::string why = last_line(p.err);
+      return fail(fmt::format("{}: exited with status {}{}{}", binary, p.status, why.empty() ? "" : ": ", why));
+    }
+    r.wall = p.seconds;
+    r.predicted = r.weighted + std::max(0.0, r.wall - r.skeleton);
+    runs.push_back(r);
+  }
+  std::vector<double> walls, predicted, skeletons, weighted, startups;
+  long errors = 0;
+  for (const Run& r : runs) {
+    walls.push_back(r.wall);
+    predicted.push_back(r.predicted);
+    skeletons.push_back(r.skeleton);
+    weighted.push_back(r.weighted);
+    startups.push_back(std::max(0.0, r.wall - r.skeleton));
+    errors += r.errors;
+  }
+  const double prediction = median(predicted);
+  if (opt.json) {
+    nlohmann::json runs_json = nlohmann::json::array();
+    for (const Run& r : runs)
+      runs_json.push_back({{"wall_seconds", r.wall},
+                           {"skeleton_elapsed_seconds", r.skeleton},
+                           {"scaled_seconds", r.scaled},
+                           {"unscaled_seconds", r.unscaled},
+                           {"weighted_seconds", r.weighted},
+                           {"predicted_seconds", r.predicted}});
+    nlohmann::json out = {
+        {"skeleton_seconds", median(walls)},
+        {"scale", desc["scale"]},
+        {"predicted_seconds", prediction},
+        {"predicted_elapsed_seconds", median(weighted)},
+        {"startup_seconds", median(startups)},
+        {"skeleton_elapsed_seconds", median(skeletons)},
+        {"repeat", runs.size()},
+        {"errors", errors},
+        {"launcher", command},
+        {"runs", runs_json},
+    };
+    fmt::print("{}\n", out.dump(2));
+    return 0;
+  }
+  fmt::print("skeleton   {:.3f} s (median of {}, scale {})\n", median(walls), runs.size(),
+             desc["scale"].dump());
+  fmt::print("startup    {:.3f} s (launcher, MPI_Init, MPI_Finalize: not scaled)\n", median(startups));
+  fmt::print("predicted  {:.3f} s\n", prediction);
+  if (errors > 0) fmt::print("warning    {} MPI call(s) of the skeleton failed\n", errors);
+  return 0;
+}
+
+}  // namespace
+
+Subcommand add_predict_command(CLI::App& app) {
+  auto opt = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("predict", "Run a skeleton and predict the original's run time");
+  cmd->footer(
+      "Runs OUT/skeleton under the launcher (default: mpiexec of the trace's MPI with the traced\n"
+      "number of ranks) and prints predicted_seconds = the skeleton's weighted time + what the\n"
+      "launcher, MPI_Init and MPI_Finalize took (not scaled). With --repeat, medians.\n"
+      "--json keys: skeleton_seconds (wall time of a skeleton run), scale, predicted_seconds,\n"
+      "predicted_elapsed_seconds, startup_seconds, runs.");
+  cmd->add_option("OUT", opt->out, "Directory written by `pskel skeleton`")->required();
+  cmd->add_option("--launcher", opt->launcher, "Launcher command, e.g. \"mpiexec -n 4\" or \"srun\"")
+      ->type_name("CMD");
+  cmd->add_option("--repeat", opt->repeat, "Runs (the median counts)")->check(CLI::Range(1, 1000));
+  cmd->add_option("--timeout", opt->timeout, "Kill a run after this many seconds (default: from the estimate)")
+      ->type_name("S");
+  cmd->add_flag("--json", opt->json, "Print JSON (keys below)");
+  return {cmd, [opt]() { return run(*opt); }};
+}
+
+}  // namespace pskel::cli

@@ -1,0 +1,196 @@
+// pskel skeleton DIR -o OUT [--scale K|auto]: trace -> merged -> folded -> loop tree ->
+// OUT/skeleton.c (core/skeleton), compiled with the trace's MPI into OUT/skeleton, described in
+// OUT/skeleton.json. A thin shell over the pipeline.
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "compress/compress.h"
+#include "flavour/flavour.h"
+#include "looptree/looptree.h"
+#include "merge/merge.h"
+#include "process.h"
+#include "skeleton/skeleton.h"
+#include "trace/reader.h"
+
+namespace pskel::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool write_file(const fs::path& path, std::string_view text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  return static_cast<bool>(out);
+}
+
+std::string first_line(const std::string& text) {
+  const size_t start = text.find_first_not_of(" \n");
+  if (start == std::string::npos) return "";
+  const size_t end = text.find('\n', start);
+  return text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+}
+
+// Reads the trace; a job that did not finish gets an error saying so.
+Result<trace::TraceSet> read_complete_trace(const std::string& dir) {
+  auto read = trace::read_trace_dir(dir);
+  if (read) {
+    const auto& meta = read.value().meta;
+    if (meta.is_object() && meta.contains("complete") && meta["complete"] == false)
+      return Error{dir, "meta.json says the trace is incomplete (a rank failed to write or "
+                        "dropped records): a skeleton needs a complete trace"};
+    return read;
+  }
+  trace::ReadOptions lenient;
+  lenient.allow_truncated = true;
+  auto partial = trace::read_trace_dir(dir, lenient);
+  if (!partial) return read.error();
+  for (size_t r = 0; r < partial.value().ranks.size(); ++r)
+    if (!partial.value().ranks[r].complete)
+      return Error{dir, fmt::format("the traced job did not finish (rank.{}.pskt has no end block: "
+                                    "killed, or it never reached MPI_Finalize); a skeleton needs a "
+                                    "complete trace",
+                                    r)};
+  return read.error();
+}
+
+struct Options {
+  std::string dir, out, scale = "1", cc;
+  bool json = false;
+  bool compile = true;
+};
+
+int run(const Options& opt) {
+  int64_t k = 1;
+  bool auto_scale = false;
+  if (opt.scale == "auto") {
+    auto_scale = true;
+  } else {
+    char* end = nullptr;
+    const long long v = std::strtoll(opt.scale.c_str(), &end, 10);
+    if (opt.scale.empty() || *end != '\0' || v < 1) {
+      fmt::print(stderr, "pskel skeleton: --scale must be a whole number >= 1 or \"auto\", not \"{}\"\n",
+                 opt.scale);
+      return 2;
+    }
+    k = v;
+  }
+
+  const auto start = std::chrono::steady_clock::now();
+  auto read = read_complete_trace(opt.dir);
+  if (!read) return fail(read.error().line());
+  const trace::TraceSet& trace = read.value();
+  const merge::MergedTrace merged = merge::merge(trace);
+  const compress::Sequence folded = compress::compress(merged.symbols());
+  const looptree::LoopTree tree = looptree::build(trace, merged, folded);
+
+  skeleton::Options options;
+  options.scale = k;
+  options.auto_scale = auto_scale;
+  std::string name;
+  if (trace.meta.is_object() && trace.meta.contains("args") && trace.meta["args"].is_array()) {
+    for (const auto& a : trace.meta["args"]) {
+      if (!a.is_string()) continue;
+      std::string word = a.get<std::string>();
+      if (name.empty()) word = fs::path(word).filename().string();
+      name += (name.empty() ? "" : " ") + word;
+      if (name.size() > 200) break;
+    }
+  }
+  options.name = name.empty() ? opt.dir : name;
+  auto generated = skeleton::generate(trace, merged, tree, options);
+  if (!generated) return fail(generated.error().line());
+  skeleton::Skeleton& sk = generated.value();
+
+  std::error_code ec;
+  fs::create_directories(opt.out, ec);
+  if (ec || !fs::is_directory(opt.out)) return fail(fmt::format("{}: cannot create the directory", opt.out));
+  const fs::path out = fs::absolute(opt.out, ec);
+  if (!write_file(out / "skeleton.c", sk.source))
+    return fail(fmt::format("{}: cannot write", (out / "skeleton.c").string()));
+  for (const skeleton::RuntimeFile& f : skeleton::runtime_files())
+    if (!write_file(out / std::string(f.name), f.text))
+      return fail(fmt::format("{}: cannot write", (out / std::string(f.name)).string()));
+
+  const std::string mpi = trace.meta.is_object() && trace.meta.contains("mpi") && trace.meta["mpi"].is_string()
+                              ? trace.meta["mpi"].get<std::string>()
+                              : "unknown";
+  std::string cc = opt.cc;
+  if (cc.empty()) cc = mpi == "mpich" ? "mpicc.mpich" : mpi == "openmpi" ? "mpicc.openmpi" : "mpicc";
+  std::vector<std::string> command = {cc, "-O2", "-o", (out / "skeleton").string()};
+  for (const std::string& unit : skeleton::compile_units()) command.push_back((out / unit).string());
+  command.push_back("-lm");
+  std::string shown;
+  for (const std::string& w : command) shown += (shown.empty() ? "" : " ") + w;
+
+  nlohmann::json desc = sk.description;
+  desc["source"] = (out / "skeleton.c").string();
+  desc["binary"] = (out / "skeleton").string();
+  desc["compiler"] = cc;
+  desc["compile_command"] = shown;
+  desc["name"] = options.name;
+
+  if (opt.compile) {
+    const char* path_env = std::getenv("PATH");
+    if (flavour::resolve_program(cc, path_env ? path_env : "/usr/bin:/bin").empty())
+      return fail(fmt::format("MPI compiler {} not found (the trace was made with MPI \"{}\"; install "
+                              "its development package or give --cc)",
+                              cc, mpi));
+    auto compiled = run_process(command, 600);
+    if (!compiled) return fail(compiled.error().line());
+    write_file(out / "compile.log", compiled.value().out + compiled.value().err);
+    if (compiled.value().status != 0)
+      return fail(fmt::format("{}: {} failed ({}); see {}", (out / "skeleton.c").string(), cc,
+                              first_line(compiled.value().err + compiled.value().out),
+                              (out / "compile.log").string()));
+  } else {
+    desc["binary"] = nullptr;
+  }
+  desc["generate_seconds"] =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!write_file(out / "skeleton.json", desc.dump(2) + "\n"))
+    return fail(fmt::format("{}: cannot write", (out / "skeleton.json").string()));
+
+  if (opt.json) {
+    fmt::print("{}\n", desc.dump(2));
+    return 0;
+  }
+  fmt::print("skeleton   {}\n", (out / "skeleton.c").string());
+  if (opt.compile) fmt::print("binary     {}\n", (out / "skeleton").string());
+  fmt::print("scale      {}{}\n", sk.scale, auto_scale ? " (auto)" : "");
+  fmt::print("traced     {:.3f} s, skeleton about {:.3f} s\n", desc["traced_seconds"].get<double>(),
+             desc["estimated_skeleton_seconds"].get<double>());
+  fmt::print("scaled     {} loop(s); {} group(s) rewritten for deadlock freedom\n",
+             desc["scaled_loops"].size(), desc["rewritten_groups"].size());
+  for (const auto& w : desc["warnings"]) fmt::print("warning    {}\n", w.get<std::string>());
+  return 0;
+}
+
+}  // namespace
+
+Subcommand add_skeleton_command(CLI::App& app) {
+  auto opt = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("skeleton", "Build the performance skeleton of a trace");
+  cmd->footer(
+      "Writes OUT/skeleton.c, the runtime it is built with, OUT/skeleton (compiled with the\n"
+      "trace's MPI: mpicc.mpich or mpicc.openmpi) and OUT/skeleton.json.\n"
+      "--scale K: the dominant loops run 1/K of their iterations; auto: about a tenth of the\n"
+      "traced time, at least 3 s. --json keys: scale, source, binary, scaled_loops,\n"
+      "rewritten_groups, reordered_groups, substitutions, warnings, traced_seconds,\n"
+      "estimated_skeleton_seconds, ranks, mpi.");
+  cmd->add_option("DIR", opt->dir, "Trace directory (written by `pskel run`)")->required();
+  cmd->add_option("-o,--output", opt->out, "Output directory")->required()->type_name("OUT");
+  cmd->add_option("--scale", opt->scale, "K (a whole number >= 1) or auto")->type_name("K|auto");
+  cmd->add_option("--cc", opt->cc, "MPI C compiler (default: from the trace's MPI)")->type_name("CC");
+  cmd->add_flag("--no-compile", [opt](int64_t) { opt->compile = false; }, "Write the sources only");
+  cmd->add_flag("--json", opt->json, "Print skeleton.json");
+  return {cmd, [opt]() { return run(*opt); }};
+}
+
+}  // namespace pskel::cli

@@ -1,0 +1,241 @@
+#include "export/export.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "util/crc32c.h"
+
+namespace pskel::exportfile {
+namespace {
+
+constexpr std::string_view kHeader = "pskel-export 1";
+
+void append_number(std::string& out, double v) {
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, r.ptr);
+}
+
+template <class T>
+void append_int(std::string& out, T v) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, r.ptr);
+}
+
+// Splits a line into exactly `n` blank-separated words; false on any other shape.
+bool split_words(std::string_view line, std::string_view* words, size_t n) {
+  size_t count = 0, i = 0;
+  while (i < line.size()) {
+    if (line[i] == ' ') return false;  // exactly one blank between words
+    const size_t end = line.find(' ', i);
+    if (count == n) return false;
+    words[count++] = line.substr(i, end == std::string_view::npos ? end : end - i);
+    if (end == std::string_view::npos) break;
+    i = end + 1;
+    if (i == line.size()) return false;  // trailing blank
+  }
+  return count == n;
+}
+
+template <class T>
+bool to_int(std::string_view s, T* out) {
+  if (s.empty() || s[0] == '+') return false;
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+
+bool to_double(std::string_view s, double* out) {
+  if (s.empty() || s[0] == '+') return false;
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size() && std::isfinite(*out);
+}
+
+bool to_hex32(std::string_view s, uint32_t* out) {
+  if (s.size() != 8) return false;
+  for (const char c : s)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;  // as written
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), *out, 16);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+
+Error syscall_error(const std::string& path, const char* what) {
+  return Error{path, std::string(what) + ": " + std::strerror(errno)};
+}
+
+}  // namespace
+
+bool valid_word(std::string_view word) {
+  if (word.empty() || word.size() > 128) return false;
+  for (const char c : word)
+    if (c <= ' ' || c > '~') return false;
+  return true;
+}
+
+std::string format(const Data& data) {
+  std::string out;
+  out.reserve(64 + data.partitions.size() * 32 + data.entries.size() * 48);
+  out += kHeader;
+  out += '\n';
+  for (const Partition& p : data.partitions) {
+    out += "P ";
+    out += p.name;
+    out += ' ';
+    if (p.max_minutes == kUnlimited) out += "unlimited";
+    else append_int(out, p.max_minutes);
+    out += p.is_default ? " default\n" : " -\n";
+  }
+  for (const Entry& e : data.entries) {
+    out += "E ";
+    append_int(out, e.uid);
+    out += ' ';
+    append_int(out, e.ntasks);
+    out += ' ';
+    out += e.partition;
+    out += ' ';
+    append_number(out, e.predicted_seconds);
+    out += ' ';
+    append_int(out, e.prediction_id);
+    out += ' ';
+    out += e.app;
+    out += '\n';
+  }
+  const uint32_t crc = crc32c(out.data(), out.size());
+  out += "end ";
+  append_int(out, data.entries.size());
+  out += ' ';
+  append_int(out, data.partitions.size());
+  char hex[16];
+  snprintf(hex, sizeof hex, " %08x\n", crc);
+  out += hex;
+  return out;
+}
+
+Result<Data> parse(std::string_view text, const std::string& origin) {
+  Data data;
+  size_t line_no = 0, pos = 0;
+  auto bad = [&](const std::string& what) {
+    return Error{origin, "line " + std::to_string(line_no) + ": " + what};
+  };
+  bool ended = false;
+  while (pos < text.size()) {
+    ++line_no;
+    const size_t nl = text.find('\n', pos);
+    if (nl == std::string_view::npos) return bad("last line has no newline (truncated file)");
+    const std::string_view line = text.substr(pos, nl - pos);
+    const size_t line_start = pos;
+    pos = nl + 1;
+    if (ended) return bad("text after the end line");
+    if (line_no == 1) {
+      if (line != kHeader) return bad("not a pskel export (expected \"pskel-export 1\")");
+      continue;
+    }
+    if (line.starts_with("P ")) {
+      std::string_view w[4];
+      if (!split_words(line, w, 4)) return bad("partition line needs 3 fields");
+      Partition p;
+      if (!valid_word(w[1])) return bad("bad partition name");
+      p.name = w[1];
+      if (w[2] != "unlimited" && (!to_int(w[2], &p.max_minutes) || p.max_minutes == kUnlimited))
+        return bad("bad partition max time: " + std::string(w[2]));
+      if (w[3] != "default" && w[3] != "-") return bad("expected default or -");
+      p.is_default = w[3] == "default";
+      data.partitions.push_back(std::move(p));
+    } else if (line.starts_with("E ")) {
+      std::string_view w[7];
+      if (!split_words(line, w, 7)) return bad("prediction line needs 6 fields");
+      Entry e;
+      if (!to_int(w[1], &e.uid) || !to_int(w[2], &e.ntasks) || e.ntasks == 0)
+        return bad("bad uid or task count");
+      if (!valid_word(w[3]) || !valid_word(w[6])) return bad("bad partition or application");
+      if (!to_double(w[4], &e.predicted_seconds) || e.predicted_seconds < 0)
+        return bad("bad predicted seconds: " + std::string(w[4]));
+      if (!to_int(w[5], &e.prediction_id)) return bad("bad prediction id");
+      e.partition = w[3];
+      e.app = w[6];
+      data.entries.push_back(std::move(e));
+    } else if (line.starts_with("end ")) {
+      std::string_view w[4];
+      size_t n_entries = 0, n_partitions = 0;
+      uint32_t crc = 0;
+      if (!split_words(line, w, 4) || !to_int(w[1], &n_entries) || !to_int(w[2], &n_partitions) ||
+          !to_hex32(w[3], &crc))
+        return bad("bad end line");
+      if (n_entries != data.entries.size() || n_partitions != data.partitions.size())
+        return bad("end line counts do not match the records (truncated file)");
+      if (crc != crc32c(text.data(), line_start)) return bad("checksum mismatch (corrupt file)");
+      ended = true;
+    } else {
+      return bad("unknown record");
+    }
+  }
+  if (!ended) return Error{origin, "no end line (truncated file)"};
+  return data;
+}
+
+Result<bool> write_atomic(const std::string& path, const Data& data) {
+  const std::string text = format(data);
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  std::string tmp = path + ".tmp.XXXXXX";
+  const int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
+  if (fd < 0) return syscall_error(tmp, "create");
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return syscall_error(tmp, "write");
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fchmod(fd, 0644) != 0 || ::fsync(fd) != 0) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return syscall_error(tmp, "fsync");
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    return syscall_error(path, "rename");
+  }
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return true;
+}
+
+Result<std::string> read_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) return syscall_error(path, "open");
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+      static_cast<uint64_t>(st.st_size) > kMaxFileBytes) {
+    ::close(fd);
+    return Error{path, "not a regular file of at most 256 MiB"};
+  }
+  std::string text(static_cast<size_t>(st.st_size), '\0');
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::read(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  text.resize(done);  // a file that shrank while read fails the end-line check
+  return text;
+}
+
+}  // namespace pskel::exportfile

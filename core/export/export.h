@@ -1,0 +1,63 @@
+// The prediction export: the compact file the epilog worker writes (atomically: temp file +
+// rename) whenever predictions change, and job_submit_pskel.so reads into memory inside
+// slurmctld. It holds what job_submit needs and nothing else: no SQLite there.
+// The format is specified in docs/export-format.md. In short (text, one record per line):
+//
+//   pskel-export 1
+//   P <partition> <max minutes|unlimited> <default|->
+//   E <uid> <ntasks> <partition> <predicted seconds> <prediction id> <application key>
+//   end <E lines> <P lines> <crc32c of every byte before this line, 8 hex digits>
+//
+// A file whose last line is not a matching `end` line is truncated or corrupt and is rejected
+// as a whole. Thread safety: all functions are reentrant.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/result.h"
+
+namespace pskel::exportfile {
+
+inline constexpr uint32_t kUnlimited = 0xffffffff;  // a partition without MaxTime
+inline constexpr size_t kMaxFileBytes = 256u << 20;   // bigger files are refused unread
+
+struct Partition {
+  std::string name;
+  uint32_t max_minutes = kUnlimited;
+  bool is_default = false;
+};
+
+struct Entry {
+  uint32_t uid = 0;
+  uint32_t ntasks = 0;
+  std::string partition;
+  std::string app;  // application key (app_key.h)
+  double predicted_seconds = 0;
+  int64_t prediction_id = 0;
+};
+
+struct Data {
+  std::vector<Partition> partitions;
+  std::vector<Entry> entries;
+};
+
+// A word that may appear in a record: 1-128 bytes, printable ASCII without blanks.
+bool valid_word(std::string_view word);
+
+// The file's text. REQUIRES: every name and key is a valid_word and every number finite.
+std::string format(const Data& data);
+
+// Parses and verifies a whole file; `origin` names it in errors ("<origin>:<line>: <what>").
+Result<Data> parse(std::string_view text, const std::string& origin);
+
+// Writes `data` to `path` atomically: a temporary file beside it, fsync, rename, fsync of the
+// directory. A reader sees either the old file or the new one, never a mix.
+Result<bool> write_atomic(const std::string& path, const Data& data);
+
+// Reads a file of at most kMaxFileBytes without following a symlink.
+Result<std::string> read_file(const std::string& path);
+
+}  // namespace pskel::exportfile

@@ -1,0 +1,334 @@
+// Algorithm 2 (seed 000 §2.2): merges the normalised ranks into one sequence of events with a
+// pointer per rank. When the current calls of all unfinished ranks match (same function, same
+// communicator id), they form one event. Otherwise each distinct current call is a candidate,
+// and the look-ahead of m calls decides which goes first.
+//
+//   A candidate is *awaited* by a rank that is not at it but has the same call within its next
+//   m calls; a collective of MPI_COMM_WORLD (or Init/Finalize) is awaited by every unfinished
+//   rank not at it, however far, since every rank makes it. A rank that does not have a call
+//   within m calls skips it and holds nothing back. An awaiting rank *pulls* the call forward
+//   if that only undoes an order difference Algorithm 1 left (two ranks that cut their rounds
+//   differently): the call is in the rank's current round, has the same relative peers
+//   (modulo the number of ranks) as the candidate's first holder, passes no call on its own
+//   channel and no call that creates or starts a request it completes, and every call it
+//   passes has the shape of a call in that holder's round. Otherwise emitting the candidate
+//   now *splits* it from that rank.
+//
+//   The reference rank is the one with the most calls left: the busiest rank carries the calls
+//   that others skip, so following it gives exactly its length when its calls are a
+//   supersequence of every other rank's (the seed's Table 2 property).
+//
+//   The candidate emitted is the first by these rules:
+//   1. It splits from nobody. A candidate nobody awaits is the seed's rule ("a call that the
+//      other ranks cannot match at their position or m further down belongs earlier"): this
+//      is how a rank's extra calls are emitted on their own while the others wait.
+//   2. Among those, fewer ranks pulled: Algorithm 1's order is kept where it works.
+//   3. Point-to-point calls before collectives: every member makes the same collectives in the
+//      same order, so one is never split while a point-to-point call can go first.
+//   4. Calls the reference rank does not have within m calls (extra calls of other ranks),
+//      then the reference rank's own call, then calls it has further down.
+//   5. More holders, then the farthest nearest claim (the seed's "largest distance first"),
+//      then the lowest rank.
+//   The event takes the ranks at the candidate plus the ranks that pull it. MergeStats::forced
+//   counts the choices that split a call, MergeStats::pulled the calls pulled.
+//
+//   Wavefront: rank 0 only sends and the last rank only receives; the middle ranks, the
+//   reference, hold "Send, Recv" per block after Algorithm 1. At each mismatch the reference's
+//   call goes first, with every rank that makes it.
+//
+// Each step advances at least one rank, so every event record lands in exactly one event.
+// Cost: O(n) per step when all ranks match; at a mismatch O(n·min(c, m)) for c candidates
+// (each rank finds the next call of each shape through a chain of next occurrences built
+// once, amortised O(1), or scans its window if there are more than m candidates), plus the
+// pull checks, which pass at most m calls per rank and step (a call they cannot reach in
+// that budget counts as not pullable). So O(n·L) when ranks agree and O(m·n·L) at worst.
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "merge/internal.h"
+
+namespace pskel::merge::detail {
+
+namespace {
+
+inline constexpr uint32_t kNone = UINT32_MAX;
+
+class Aligner {
+ public:
+  Aligner(const std::vector<RankView>& views, int lookahead, MergedTrace& out,
+          MergeStats& stats)
+      : views_(views), lookahead_(static_cast<size_t>(lookahead)), out_(out), stats_(stats),
+        ranks_(views.size()), candidate_of_(views.size(), 0) {}
+
+  void run() {
+    size_t longest = 0, total = 0;
+    for (const RankView& v : views_) {
+      index_occurrences(v);
+      if (!v.order.empty()) active_.push_back(v.rank);
+      longest = std::max(longest, v.order.size());
+      total += v.order.size();
+    }
+    out_.events.reserve(longest);
+    out_.parts.reserve(total);
+    while (!active_.empty()) {
+      const uint32_t first = current(active_.front());
+      bool all_match = true;
+      for (int32_t r : active_) all_match = all_match && current(r) == first;
+      if (all_match) {
+        emit(first);
+      } else {
+        ++stats_.unmatched;
+        emit(candidates_[choose()].shape);
+      }
+    }
+  }
+
+ private:
+  struct Candidate {
+    uint32_t shape;
+    bool collective;   // made by every member of its communicator
+    bool splits;       // a rank that awaits it cannot pull it
+    uint32_t holders;  // ranks at it now
+    uint32_t pulls;    // ranks that would pull it
+    size_t awaited;    // smallest distance at which a rank not at it has it; 0: none
+    uint8_t in_ref;    // 0: the reference rank does not have it within m calls, 1: the
+                       // reference rank is at it, 2: has it further down
+    int32_t first_holder;        // the lowest rank at it
+    int32_t seen_by;             // last rank whose window scan found it (look_ahead())
+    bool round_known;            // round_shapes_ holds the shapes of first_holder's round
+  };
+  struct Found {       // a candidate that rank `rank` can pull from position `at`
+    int32_t rank;
+    uint32_t candidate;
+    uint32_t at;
+  };
+  // A rank's progress. Pulled calls are marked taken rather than moved, so that the chains of
+  // next occurrences stay valid.
+  struct Cursor {
+    size_t pos = 0;                  // current call: the first one not taken
+    std::vector<uint32_t> next_same; // per position: the next one with the same shape
+    std::vector<char> taken;         // per position: pulled into an earlier event
+    StampedMap next_of;              // shape -> its first occurrence not before pos (lazily)
+    uint32_t pull_at = kNone;        // position to pull into the event being emitted
+  };
+
+  const RankView& view(int32_t r) const { return views_[static_cast<size_t>(r)]; }
+  Cursor& cursor(int32_t r) { return ranks_[static_cast<size_t>(r)]; }
+  size_t pos(int32_t r) { return cursor(r).pos; }
+  uint32_t current(int32_t r) { return view(r).shape[pos(r)]; }
+
+  // Chains each position of rank v to the next one of the same shape, and each shape to its
+  // first position: O(calls) once, so that a look-ahead for a shape costs O(1) amortised.
+  void index_occurrences(const RankView& v) {
+    Cursor& c = cursor(v.rank);
+    const size_t n = v.shape.size();
+    c.next_same.assign(n, kNone);
+    c.taken.assign(n, 0);
+    for (size_t i = n; i-- > 0;) {
+      if (const uint32_t* later = c.next_of.find(v.shape[i])) c.next_same[i] = *later;
+      c.next_of.set(v.shape[i], static_cast<uint32_t>(i));
+    }
+  }
+
+  // Rank r's first call of this shape not before its current one and not taken; kNone if none.
+  uint32_t next_of(int32_t r, uint32_t shape) {
+    Cursor& c = cursor(r);
+    uint32_t* at = c.next_of.find(shape);
+    if (!at) return kNone;
+    while (*at != kNone && (*at < c.pos || c.taken[*at])) *at = c.next_same[*at];
+    return *at;
+  }
+
+  // One event of every active rank at `shape`, and of the ranks that pull a call of that
+  // shape (Cursor::pull_at, set by choose()); drops finished ranks.
+  void emit(uint32_t shape) {
+    Event e{};
+    e.function = static_cast<uint16_t>(shape >> 16);
+    e.first_part = static_cast<uint32_t>(out_.parts.size());
+    bool finished = false;
+    for (int32_t r : active_) {
+      Cursor& c = cursor(r);
+      const RankView& v = view(r);
+      if (c.pull_at != kNone) {
+        out_.parts.push_back({r, v.order[c.pull_at]});
+        c.taken[c.pull_at] = 1;
+        c.pull_at = kNone;
+        ++stats_.pulled;
+      } else if (v.shape[c.pos] == shape) {
+        out_.parts.push_back({r, v.order[c.pos]});
+        do ++c.pos; while (c.pos < c.taken.size() && c.taken[c.pos]);
+        finished = finished || c.pos == v.order.size();
+      }
+    }
+    e.part_count = static_cast<uint32_t>(out_.parts.size()) - e.first_part;
+    out_.events.push_back(e);
+    if (finished)
+      std::erase_if(active_, [&](int32_t r) { return pos(r) == view(r).order.size(); });
+  }
+
+  // Index of the candidate to emit at a mismatch (see the file comment); sets the pulls.
+  uint32_t choose() {
+    candidates_.clear();
+    index_.clear();
+    found_.clear();
+    round_shapes_.clear();
+    ref_ = active_.front();
+    for (int32_t r : active_)
+      if (view(r).shape.size() - pos(r) > view(ref_).shape.size() - pos(ref_)) ref_ = r;
+    for (int32_t r : active_) {
+      const uint32_t s = current(r);
+      const uint32_t* known = index_.find(s);
+      const uint32_t c = known ? *known : static_cast<uint32_t>(candidates_.size());
+      if (!known) {
+        index_.set(s, c);
+        candidates_.push_back({s, is_collective(static_cast<uint16_t>(s >> 16)), false, 0, 0, 0,
+                               0, r, -1, false});
+      }
+      Candidate& cand = candidates_[c];
+      ++cand.holders;
+      if (r == ref_) cand.in_ref = 1;
+      candidate_of_[static_cast<size_t>(r)] = c;
+    }
+    for (int32_t r : active_) look_ahead(r);
+    // Every rank makes the collectives of MPI_COMM_WORLD (and Init/Finalize), however far
+    // away: one that not all unfinished ranks are at is awaited beyond the look-ahead too.
+    for (Candidate& c : candidates_) {
+      const uint32_t comm = c.shape & 0xFFFF;
+      if (c.collective && (comm == trace::kCommWorld || comm == trace::kNoComm) &&
+          c.holders < active_.size()) {
+        c.splits = true;
+        if (c.awaited == 0) c.awaited = lookahead_ + 1;
+      }
+    }
+    uint32_t best = 0;
+    for (uint32_t c = 1; c < candidates_.size(); ++c)
+      if (better(candidates_[c], candidates_[best])) best = c;
+    if (candidates_[best].splits) ++stats_.forced;
+    for (const Found& f : found_)
+      if (f.candidate == best) cursor(f.rank).pull_at = f.at;
+    return best;
+  }
+
+  // Where rank r has each other candidate within its next m calls, and whether it could
+  // pull it. With no more candidates than m, each is found through its chain of occurrences
+  // (O(candidates) amortised); else the window is scanned once (O(m)).
+  void look_ahead(int32_t r) {
+    const RankView& v = view(r);
+    const Cursor& c = cursor(r);
+    const size_t here = c.pos;
+    pull_budget_ = lookahead_;
+    const uint32_t own = candidate_of_[static_cast<size_t>(r)];
+    if (candidates_.size() <= lookahead_) {
+      for (uint32_t ci = 0; ci < candidates_.size(); ++ci) {
+        const uint32_t at = ci == own ? kNone : next_of(r, candidates_[ci].shape);
+        if (at != kNone && at - here <= lookahead_) consider(r, ci, at);
+      }
+      return;
+    }
+    const size_t end = std::min(v.shape.size(), here + 1 + lookahead_);
+    for (size_t at = here + 1; at < end; ++at) {
+      const uint32_t* ci = c.taken[at] ? nullptr : index_.find(v.shape[at]);
+      if (!ci || *ci == own || candidates_[*ci].seen_by == r) continue;
+      candidates_[*ci].seen_by = r;  // only its first occurrence counts
+      consider(r, *ci, static_cast<uint32_t>(at));
+    }
+  }
+
+  // Rank r, not at candidate ci, has it at position `at` within the look-ahead.
+  void consider(int32_t r, uint32_t ci, uint32_t at) {
+    const RankView& v = view(r);
+    const size_t here = pos(r);
+    Candidate& cand = candidates_[ci];
+    const size_t distance = at - here;
+    if (cand.awaited == 0 || distance < cand.awaited) cand.awaited = distance;
+    if (r == ref_) cand.in_ref = 2;
+    if (v.round[at] == v.round[here] &&
+        v.peers[at] == view(cand.first_holder).peers[pos(cand.first_holder)] &&
+        can_pull(r, here, at, ci)) {
+      ++cand.pulls;
+      found_.push_back({r, ci, at});
+    } else {
+      cand.splits = true;
+    }
+  }
+
+  // Whether rank r's call at `at` may join an event at `here` (same round, checked by the
+  // caller): it passes no call on its own channel, no call that creates or starts a request it
+  // completes, and only calls whose shapes the candidate's first holder has in its round too
+  // (then the two ranks make one exchange in different orders; otherwise r's call belongs to
+  // a later exchange and r skips the holder's). Calls already taken are not passed.
+  bool can_pull(int32_t r, size_t here, size_t at, uint32_t ci) {
+    const RankView& v = view(r);
+    const Cursor& c = cursor(r);
+    const uint32_t index = v.order[at];
+    const uint64_t channel = channel_of_call(v, index);
+    completes_.clear();
+    if (role_of(v.record(index).function) == Role::completion)
+      for_each_request(v, index, [&](int64_t id) { completes_.push_back(id); });
+    if (!candidates_[ci].round_known) holder_round(ci);
+    for (size_t p = here; p < at; ++p) {
+      if (c.taken[p]) continue;
+      if (pull_budget_ == 0) return false;
+      --pull_budget_;
+      const uint32_t passed = v.order[p];
+      if (channel != 0 && channel_of_call(v, passed) == channel) return false;
+      if (!round_shapes_.find((uint64_t{ci} << 32) | v.shape[p])) return false;
+      bool posts_completed = false;
+      if (!completes_.empty())
+        for_each_request(v, passed, [&](int64_t id) {
+          posts_completed = posts_completed ||
+                            std::find(completes_.begin(), completes_.end(), id) != completes_.end();
+        });
+      if (posts_completed) return false;
+    }
+    return true;
+  }
+
+  // Notes the shapes of the round candidate ci's first holder is in (at most m calls either
+  // side of its current one) in round_shapes_.
+  void holder_round(uint32_t ci) {
+    const int32_t h = candidates_[ci].first_holder;
+    const std::vector<uint32_t>& round = view(h).round;
+    const std::vector<uint32_t>& shape = view(h).shape;
+    const size_t at = pos(h);
+    size_t lo = at, hi = at + 1;
+    while (lo > 0 && at - lo < lookahead_ && round[lo - 1] == round[at]) --lo;
+    while (hi < round.size() && hi - at <= lookahead_ && round[hi] == round[at]) ++hi;
+    for (size_t p = lo; p < hi; ++p) round_shapes_.set((uint64_t{ci} << 32) | shape[p], 1);
+    candidates_[ci].round_known = true;
+  }
+
+  static bool better(const Candidate& a, const Candidate& b) {
+    if (a.splits != b.splits) return !a.splits;
+    if (!a.splits && a.pulls != b.pulls) return a.pulls < b.pulls;
+    if (a.collective != b.collective) return !a.collective;
+    if (a.in_ref != b.in_ref) return a.in_ref < b.in_ref;
+    if (a.holders != b.holders) return a.holders > b.holders;
+    return a.awaited > b.awaited;  // equal: the earlier candidate (lower rank) stays
+  }
+
+  const std::vector<RankView>& views_;
+  const size_t lookahead_;
+  MergedTrace& out_;
+  MergeStats& stats_;
+  std::vector<Cursor> ranks_;          // per rank
+  std::vector<int32_t> active_;        // unfinished ranks, ascending
+  std::vector<uint32_t> candidate_of_; // per rank: its current candidate (scratch)
+  std::vector<Candidate> candidates_;  // scratch of choose()
+  std::vector<Found> found_;           // pullable calls found by choose() (scratch)
+  StampedMap round_shapes_;            // (candidate, shape) in its first holder's round
+  size_t pull_budget_ = 0;             // calls a rank's pull checks may still pass (m a step)
+  std::vector<int64_t> completes_;     // requests the call can_pull() checks completes
+  int32_t ref_ = 0;                    // the rank with the most calls left (choose())
+  StampedMap index_;                   // shape -> candidate (scratch of choose())
+};
+
+}  // namespace
+
+void align(const std::vector<RankView>& views, int lookahead, MergedTrace& out,
+           MergeStats& stats) {
+  Aligner(views, lookahead, out, stats).run();
+}
+
+}  // namespace pskel::merge::detail

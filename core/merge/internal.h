@@ -1,0 +1,170 @@
+// Internals shared by the merge's passes (gaps and entry point in merge.cpp, Algorithm 1 in
+// normalize.cpp, Algorithm 2 in align.cpp, interning in symbols.cpp): the per-rank view the
+// passes share, peer codes, and a small map cleared in O(1).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "merge/merge.h"
+#include "merge/roles.h"
+#include "trace/format.h"
+#include "trace/reader.h"
+
+namespace pskel::merge::detail {
+
+// The match key of Algorithm 2: function and communicator id.
+inline uint32_t shape_of(const trace::Record& r) {
+  return (uint32_t{r.function} << 16) | r.comm;
+}
+
+// Peer codes: a peer relative to the caller's rank (peer - rank, so SPMD neighbours agree), or
+// one of these markers.
+inline constexpr int32_t kCodeNone = INT32_MIN;         // the call has no such party
+inline constexpr int32_t kCodeProcNull = INT32_MIN + 1;
+inline constexpr int32_t kCodeAny = INT32_MIN + 2;      // posted with MPI_ANY_SOURCE
+inline constexpr int32_t kCodeUnknown = INT32_MIN + 3;  // untranslatable, or not a rank
+
+inline int32_t peer_code(int32_t peer, int32_t rank) {
+  if (peer >= 0) return peer - rank;
+  switch (peer) {
+    case trace::kNoRank:
+      return kCodeNone;
+    case trace::kProcNull:
+      return kCodeProcNull;
+    case trace::kAnySource:
+      return kCodeAny;
+    default:
+      return kCodeUnknown;
+  }
+}
+// The source's code; a receive posted with MPI_ANY_SOURCE is `any` whatever it resolved to.
+inline int32_t source_code(const trace::Record& r, int32_t rank) {
+  return (r.flags & trace::kFlagAnySource) ? kCodeAny : peer_code(r.source, rank);
+}
+
+// Both peer codes of a call, relative offsets taken modulo the number of ranks (so that the
+// ranks of a ring agree across its wrap-around), in one word.
+inline uint64_t wrapped_peers(const trace::Record& r, int32_t rank, int32_t ranks) {
+  const auto wrap = [ranks](int32_t code) -> uint32_t {
+    return code > kCodeUnknown ? static_cast<uint32_t>(((code % ranks) + ranks) % ranks)
+                               : static_cast<uint32_t>(code);
+  };
+  return (uint64_t{wrap(peer_code(r.peer, rank))} << 32) | wrap(source_code(r, rank));
+}
+
+// One rank as the passes see it.
+struct RankView {
+  const trace::RankTrace* trace = nullptr;
+  int32_t rank = 0;
+  std::vector<uint32_t> order;    // indices of the event records, canonical order (Alg. 1)
+  std::vector<uint32_t> shape;    // shape_of(record order[i]), for Algorithm 2's scans
+  std::vector<uint64_t> peers;    // wrapped_peers(record order[i]), for Algorithm 2's pulls
+  std::vector<uint32_t> round;    // per position in order: its round (normalize.cpp), from 1
+  uint32_t rounds = 0;            // rounds numbered so far
+  std::vector<uint32_t> creator;  // request id -> index + 1 of the record that created it
+
+  const trace::Record& record(uint32_t index) const { return trace->records[index]; }
+  // The aux words of record `index`; empty if the trace has no aux index for it.
+  std::span<const int64_t> aux(uint32_t index) const;
+  // The record that created request `id`, or nullptr if none did (or the id is 0).
+  const trace::Record* creator_of(int64_t id) const;
+};
+
+// Calls f(id) for each request id that the call at record `index` refers to: the one it
+// creates (Isend, Irecv, Send_init, ...), the ones it starts (Start, Startall) or the ones it
+// completes (Wait*, Test*: the first of each group of kCompletionWords aux words).
+template <class F>
+void for_each_request(const RankView& v, uint32_t index, F&& f) {
+  const trace::Record& r = v.record(index);
+  const Role role = role_of(r.function);
+  const std::span<const int64_t> aux = v.aux(index);
+  if (role == Role::start) {
+    for (int64_t id : aux) f(id);
+    if (aux.empty()) f(int64_t{r.request});
+  } else if (role == Role::completion) {
+    for (size_t w = 0; w + trace::kCompletionWords <= aux.size(); w += trace::kCompletionWords)
+      f(aux[w]);
+  } else if (creates_request(r.function)) {
+    f(int64_t{r.request});
+  }
+}
+
+// Algorithm 1 on one rank: fills view.order, round and creator from view.trace. Returns how
+// many records end up at another position than in call order.
+uint64_t normalize(RankView& view);
+// The channel (normalize.cpp) of the call at record `index`; 0 for calls without one.
+uint64_t channel_of_call(const RankView& view, uint32_t index);
+
+// Algorithm 2 over all ranks (views normalised, shape filled): appends events (symbol unset)
+// and parts to `out`.
+void align(const std::vector<RankView>& views, int lookahead, MergedTrace& out,
+           MergeStats& stats);
+
+// Interns every event of `out` into a dense symbol and fills out.symbol_key.
+void assign_symbols(const std::vector<RankView>& views, MergedTrace& out);
+
+// The readable description of a symbol key (symbols.cpp documents the key's layout).
+std::string describe_key(std::span<const int32_t> key, int world_size);
+
+// Open-addressing map from 64-bit keys to 32-bit values whose clear() is O(1): each slot
+// carries the generation it was written in. Grows when half full. Not thread-safe.
+class StampedMap {
+ public:
+  // The value stored for `key`, or nullptr.
+  uint32_t* find(uint64_t key) {
+    if (slots_.empty()) return nullptr;
+    for (size_t i = home(key);; i = (i + 1) & mask()) {
+      Slot& s = slots_[i];
+      if (s.gen != gen_) return nullptr;
+      if (s.key == key) return &s.value;
+    }
+  }
+  void set(uint64_t key, uint32_t value) {
+    if (uint32_t* v = find(key)) {
+      *v = value;
+      return;
+    }
+    if (2 * (size_ + 1) > slots_.size()) grow();
+    size_t i = home(key);
+    while (slots_[i].gen == gen_) i = (i + 1) & mask();
+    slots_[i] = {key, value, gen_};
+    ++size_;
+  }
+  void clear() {
+    size_ = 0;
+    if (++gen_ == 0) {  // wrapped: old stamps could look current
+      for (Slot& s : slots_) s.gen = 0;
+      gen_ = 1;
+    }
+  }
+
+ private:
+  struct Slot {
+    uint64_t key = 0;
+    uint32_t value = 0;
+    uint32_t gen = 0;
+  };
+  size_t mask() const { return slots_.size() - 1; }
+  size_t home(uint64_t key) const {
+    return static_cast<size_t>((key * 0x9E3779B97F4A7C15ULL) >> 20) & mask();
+  }
+  void grow() {
+    std::vector<Slot> old;
+    old.swap(slots_);
+    slots_.assign(old.empty() ? 16 : 2 * old.size(), Slot{});
+    const uint32_t old_gen = gen_;
+    gen_ = 1;
+    size_ = 0;
+    for (const Slot& s : old)
+      if (s.gen == old_gen) set(s.key, s.value);
+  }
+
+  std::vector<Slot> slots_;
+  uint32_t gen_ = 1;
+  size_t size_ = 0;
+};
+
+}  // namespace pskel::merge::detail

@@ -1,0 +1,244 @@
+// Interning of merged events into dense integer symbols, and the readable description of each.
+// Two events get the same symbol iff their keys are equal. The key (int32 words):
+//
+//   [function, comm id, number of participants P,
+//    P × (rank, to, from, root, op | in_place << 8, nreq)]         participants ascending
+//
+// `to`/`from` are the peers the participant sends to / receives from, relative to its own rank
+// (peer - rank, so SPMD neighbours agree) or a kCode* marker: no such party, MPI_PROC_NULL,
+// MPI_ANY_SOURCE (the flag, not the resolved source: master/worker loops fold), untranslatable.
+// A Start takes the peers of the call that created its request. `root` says only whether there
+// is a root rank (kRootIsRank) or which marker: which rank it is stays out of the key, like the
+// sizes, because roots often rotate with the loop (SUMMA, LU: root = k % p); the loop tree keeps
+// the root of every instance as a rule. `nreq` is the request count of Waitall/Testall/Startall,
+// else 0. Counts, bytes, tags, times and request ids stay out: they change between iterations
+// of one statement.
+#include <algorithm>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "merge/internal.h"
+#include "trace/functions.h"
+
+namespace pskel::merge::detail {
+
+namespace {
+
+namespace tr = trace;
+using tr::FunctionId;
+
+inline constexpr size_t kHeaderWords = 3;
+inline constexpr size_t kWordsPerPart = 6;
+inline constexpr int32_t kInPlaceBit = 0x100;
+inline constexpr int32_t kRootIsRank = -100;  // below every trace:: rank marker
+
+int32_t root_code(int32_t root) { return root >= 0 ? kRootIsRank : root; }
+
+bool counts_requests(uint16_t function) {
+  return function == static_cast<uint16_t>(FunctionId::MPI_Waitall) ||
+         function == static_cast<uint16_t>(FunctionId::MPI_Testall) ||
+         function == static_cast<uint16_t>(FunctionId::MPI_Startall);
+}
+
+void append_part_key(const RankView& v, const Part& part, std::vector<int32_t>& key) {
+  const tr::Record& r = v.record(part.record);
+  const tr::Record* peers = &r;
+  if (r.function == static_cast<uint16_t>(FunctionId::MPI_Start))
+    if (const tr::Record* c = v.creator_of(r.request)) peers = c;
+  const int64_t nreq = counts_requests(r.function) ? std::clamp<int64_t>(r.count, 0, INT32_MAX) : 0;
+  key.insert(key.end(), {part.rank, peer_code(peers->peer, part.rank),
+                         source_code(*peers, part.rank), root_code(r.root),
+                         r.op | ((r.flags & tr::kFlagInPlace) ? kInPlaceBit : 0),
+                         static_cast<int32_t>(nreq)});
+}
+
+// Dense symbols for keys: the keys in one arena, an open-addressing table of symbol + 1.
+class SymbolTable {
+ public:
+  // The symbol of `key`; `fresh` is set when the key was new.
+  Symbol intern(std::span<const int32_t> key, bool& fresh) {
+    const uint64_t h = hash(key);
+    if (2 * (hashes_.size() + 1) > slots_.size()) rehash();
+    size_t i = h & (slots_.size() - 1);
+    for (; slots_[i] != 0; i = (i + 1) & (slots_.size() - 1)) {
+      const Symbol s = slots_[i] - 1;
+      if (hashes_[s] == h && std::ranges::equal(stored(s), key)) {
+        fresh = false;
+        return s;
+      }
+    }
+    const auto s = static_cast<Symbol>(hashes_.size());
+    slots_[i] = s + 1;
+    hashes_.push_back(h);
+    arena_.insert(arena_.end(), key.begin(), key.end());
+    begin_.push_back(arena_.size());
+    fresh = true;
+    return s;
+  }
+
+ private:
+  static uint64_t hash(std::span<const int32_t> key) {
+    uint64_t h = 0x243F6A8885A308D3ULL ^ key.size();
+    for (int32_t w : key) {
+      h ^= static_cast<uint32_t>(w);
+      h *= 0x9E3779B97F4A7C15ULL;
+      h ^= h >> 29;
+    }
+    return h;
+  }
+  std::span<const int32_t> stored(Symbol s) const {
+    return {arena_.data() + begin_[s], begin_[s + 1] - begin_[s]};
+  }
+  void rehash() {
+    slots_.assign(slots_.empty() ? 64 : 2 * slots_.size(), 0);
+    for (Symbol s = 0; s < hashes_.size(); ++s) {
+      size_t i = hashes_[s] & (slots_.size() - 1);
+      while (slots_[i] != 0) i = (i + 1) & (slots_.size() - 1);
+      slots_[i] = s + 1;
+    }
+  }
+
+  std::vector<int32_t> arena_;
+  std::vector<size_t> begin_{0};
+  std::vector<uint64_t> hashes_;  // per symbol
+  std::vector<uint32_t> slots_;   // symbol + 1; 0 = empty
+};
+
+// ---- descriptions ----
+
+struct PartWords {
+  int32_t rank, to, from, root, op_flags, nreq;
+};
+
+PartWords part_words(std::span<const int32_t> key, size_t p) {
+  const int32_t* w = key.data() + kHeaderWords + p * kWordsPerPart;
+  return {w[0], w[1], w[2], w[3], w[4], w[5]};
+}
+
+std::string code_text(int32_t code) {
+  switch (code) {
+    case kCodeProcNull:
+      return "null";
+    case kCodeAny:
+      return "any";
+    case kCodeUnknown:
+      return "?";
+    default:
+      return (code >= 0 ? "+" : "") + std::to_string(code);
+  }
+}
+
+std::string peer_cell(const PartWords& p) {
+  if (p.to != kCodeNone && p.from != kCodeNone) return code_text(p.to) + "/" + code_text(p.from);
+  if (p.to != kCodeNone) return code_text(p.to);
+  if (p.from != kCodeNone) return code_text(p.from);
+  return "x";
+}
+
+std::string root_text(int32_t root) {
+  if (root == kRootIsRank) return "rank";
+  return root == tr::kRootSelf ? "self" : root == tr::kProcNull ? "null" : "?";
+}
+
+std::string op_text(int32_t op) {
+  static constexpr const char* kNames[] = {"none", "max",  "min",  "sum",    "prod",
+                                           "land", "band", "lor",  "bor",    "lxor",
+                                           "bxor", "minloc", "maxloc", "replace"};
+  if (op >= 0 && op < static_cast<int32_t>(std::size(kNames))) return kNames[op];
+  return op == static_cast<int32_t>(tr::Op::user) ? "user" : std::to_string(op);
+}
+
+// "[a b c×5 -]": one cell per world rank, runs of four or more equal cells shortened.
+std::string column(const std::vector<std::string>& cells) {
+  std::string out = "[";
+  for (size_t i = 0; i < cells.size();) {
+    size_t j = i;
+    while (j < cells.size() && cells[j] == cells[i]) ++j;
+    const size_t run = j - i;
+    for (size_t k = 0; k < (run >= 4 ? 1 : run); ++k) out += (out.size() > 1 ? " " : "") + cells[i];
+    if (run >= 4) out += "\u00d7" + std::to_string(run);
+    i = j;
+  }
+  return out + "]";
+}
+
+// " label=v" if every participant has v, else " label=[...]" with "-" for the others.
+template <class F>
+std::string uniform_or_column(std::string_view label, std::span<const int32_t> key,
+                              int world_size, F&& cell) {
+  const size_t parts = static_cast<size_t>(key[2]);
+  std::vector<std::string> cells(static_cast<size_t>(world_size), "-");
+  bool uniform = true;
+  std::string first;
+  for (size_t p = 0; p < parts; ++p) {
+    const PartWords w = part_words(key, p);
+    std::string c = cell(w);
+    if (p == 0) first = c;
+    uniform = uniform && c == first;
+    if (w.rank >= 0 && w.rank < world_size) cells[static_cast<size_t>(w.rank)] = std::move(c);
+  }
+  return " " + std::string(label) + "=" + (uniform ? first : column(cells));
+}
+
+template <class P>
+bool any_part(std::span<const int32_t> key, P&& pred) {
+  for (size_t p = 0; p < static_cast<size_t>(key[2]); ++p)
+    if (pred(part_words(key, p))) return true;
+  return false;
+}
+
+}  // namespace
+
+std::string describe_key(std::span<const int32_t> key, int world_size) {
+  const auto function = static_cast<uint16_t>(key[0]);
+  const tr::FunctionInfo* info = tr::find_function(function);
+  std::string out = info ? std::string(info->name) : "function " + std::to_string(function);
+  if (key[1] != tr::kNoComm) out += " comm=" + std::to_string(key[1]);
+
+  const bool peers = any_part(key, [](const PartWords& p) {
+    return p.to != kCodeNone || p.from != kCodeNone;
+  });
+  std::vector<std::string> cells(static_cast<size_t>(world_size), "-");
+  for (size_t p = 0; p < static_cast<size_t>(key[2]); ++p) {
+    const PartWords w = part_words(key, p);
+    if (w.rank >= 0 && w.rank < world_size)
+      cells[static_cast<size_t>(w.rank)] = peers ? peer_cell(w) : "x";
+  }
+  out += (peers ? " peers=" : " ranks=") + column(cells);
+
+  if (any_part(key, [](const PartWords& p) { return p.root != tr::kNoRank; }))
+    out += uniform_or_column("root", key, world_size,
+                             [](const PartWords& p) { return root_text(p.root); });
+  if (any_part(key, [](const PartWords& p) { return (p.op_flags & 0xFF) != 0; }))
+    out += uniform_or_column("op", key, world_size,
+                             [](const PartWords& p) { return op_text(p.op_flags & 0xFF); });
+  const auto in_place = [](const PartWords& p) { return (p.op_flags & kInPlaceBit) != 0; };
+  if (!any_part(key, [&](const PartWords& p) { return !in_place(p); }))
+    out += " in_place";
+  else if (any_part(key, in_place))
+    out += uniform_or_column("in_place", key, world_size, [&](const PartWords& p) {
+      return std::string(in_place(p) ? "x" : "no");
+    });
+  if (counts_requests(function))
+    out += uniform_or_column("nreq", key, world_size,
+                             [](const PartWords& p) { return std::to_string(p.nreq); });
+  return out;
+}
+
+void assign_symbols(const std::vector<RankView>& views, MergedTrace& out) {
+  SymbolTable table;
+  std::vector<int32_t> key;
+  for (Event& e : out.events) {
+    const std::span<const Part> parts = out.parts_of(e);
+    const tr::Record& first = views[static_cast<size_t>(parts[0].rank)].record(parts[0].record);
+    key.assign({static_cast<int32_t>(e.function), static_cast<int32_t>(first.comm),
+                static_cast<int32_t>(parts.size())});
+    for (const Part& p : parts) append_part_key(views[static_cast<size_t>(p.rank)], p, key);
+    bool fresh = false;
+    e.symbol = table.intern(key, fresh);
+    if (fresh) out.symbol_key.push_back(describe_key(key, out.world_size));
+  }
+}
+
+}  // namespace pskel::merge::detail

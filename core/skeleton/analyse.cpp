@@ -1,0 +1,439 @@
+// What each tree event does on each rank beyond looptree.h: communicators matched across ranks,
+// requests followed from creation to completion. See model.h.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "skeleton/model.h"
+
+namespace pskel::skeleton::detail {
+
+using tr::FunctionId;
+using tr::FunctionKind;
+
+int32_t Comm::local(int32_t world) const {
+  for (size_t i = 0; i < members.size(); ++i)
+    if (members[i] == world) return static_cast<int32_t>(i);
+  return -1;
+}
+
+bool is_blocking_p2p(FunctionId fn) {
+  switch (fn) {
+    case FunctionId::MPI_Send:
+    case FunctionId::MPI_Ssend:
+    case FunctionId::MPI_Rsend:
+    case FunctionId::MPI_Bsend:
+    case FunctionId::MPI_Recv:
+    case FunctionId::MPI_Sendrecv:
+    case FunctionId::MPI_Sendrecv_replace: return true;
+    default: return false;
+  }
+}
+
+bool is_groupable(const EventInfo& info) {
+  return info.skip.empty() &&
+         (info.kind == FunctionKind::p2p || info.kind == FunctionKind::start ||
+          info.kind == FunctionKind::completion);
+}
+
+bool creates_request(FunctionId fn) {
+  switch (fn) {
+    case FunctionId::MPI_Isend:
+    case FunctionId::MPI_Issend:
+    case FunctionId::MPI_Irecv:
+    case FunctionId::MPI_Send_init:
+    case FunctionId::MPI_Recv_init:
+    case FunctionId::MPI_Ibarrier:
+    case FunctionId::MPI_Ibcast:
+    case FunctionId::MPI_Ireduce:
+    case FunctionId::MPI_Iallreduce:
+    case FunctionId::MPI_Ialltoall:
+    case FunctionId::MPI_Iallgather: return true;
+    default: return false;
+  }
+}
+
+bool is_send_side(FunctionId fn) {
+  switch (fn) {
+    case FunctionId::MPI_Send:
+    case FunctionId::MPI_Ssend:
+    case FunctionId::MPI_Rsend:
+    case FunctionId::MPI_Bsend:
+    case FunctionId::MPI_Isend:
+    case FunctionId::MPI_Issend:
+    case FunctionId::MPI_Send_init: return true;
+    default: return false;
+  }
+}
+
+bool is_recv_side(FunctionId fn) {
+  return fn == FunctionId::MPI_Irecv || fn == FunctionId::MPI_Recv ||
+         fn == FunctionId::MPI_Recv_init;
+}
+
+std::string_view function_name(FunctionId fn) {
+  const tr::FunctionInfo* info = tr::find_function(static_cast<uint16_t>(fn));
+  return info != nullptr ? info->name : std::string_view("(unknown)");
+}
+
+namespace {
+
+// Participant index of `rank` in `event` (Event::ranks is ascending), or -1.
+int participant(const lt::Event& event, int32_t rank) {
+  const auto it = std::lower_bound(event.ranks.begin(), event.ranks.end(), rank,
+                                   [](const lt::RankCall& c, int32_t r) { return c.rank < r; });
+  if (it == event.ranks.end() || it->rank != rank) return -1;
+  return static_cast<int>(it - event.ranks.begin());
+}
+
+class Analyser {
+ public:
+  Analyser(const tr::TraceSet& trace, const merge::MergedTrace& merged, Analysis& out)
+      : trace_(trace), merged_(merged), out_(out) {}
+
+  void index(const std::vector<lt::Item>& items, const lt::Loop* loop) {
+    for (const lt::Item& item : items) {
+      if (item.is_loop()) {
+        index(item.loop().body, &item.loop());
+        continue;
+      }
+      const lt::Event& event = item.event();
+      if (event.id >= out_.events.size()) {
+        out_.events.resize(event.id + 1);
+        out_.loop_of_event.resize(event.id + 1, nullptr);
+      }
+      EventInfo& info = out_.events[event.id];
+      info.event = &event;
+      info.fn = static_cast<FunctionId>(event.function);
+      const tr::FunctionInfo* fi = tr::find_function(event.function);
+      info.kind = fi != nullptr ? fi->kind : FunctionKind::meta;
+      if (fi == nullptr) info.skip = fmt::format("function id {} unknown", event.function);
+      const size_t n = event.ranks.size();
+      info.comm.assign(n, -1);
+      info.new_comm.assign(n, -1);
+      info.made.assign(n, {});
+      info.covers.assign(n, {});
+      info.starts.assign(n, {});
+      info.start_nth.assign(n, {});
+      info.frees.assign(n, {});
+      info.passed.assign(n, 0);
+      info.flags.assign(n, 0);
+      out_.loop_of_event[event.id] = loop;
+    }
+  }
+
+  // Expanded walk: the k-th event visited is merged event k.
+  bool walk(const std::vector<lt::Item>& items) {
+    for (const lt::Item& item : items) {
+      if (item.is_loop()) {
+        for (uint64_t it = 0; it < item.loop().iterations; ++it)
+          if (!walk(item.loop().body)) return false;
+        continue;
+      }
+      const lt::Event& event = item.event();
+      if (next_ >= merged_.events.size()) return false;
+      const merge::Event& m = merged_.events[next_++];
+      if (m.symbol != event.symbol) return false;
+      for (const merge::Part& part : merged_.parts_of(m)) {
+        auto& of = out_.event_of[static_cast<size_t>(part.rank)];
+        if (part.record < of.size()) of[part.record] = event.id;
+      }
+    }
+    return true;
+  }
+  bool walked_all() const { return next_ == merged_.events.size(); }
+
+  void communicators() {
+    const int n = out_.world_size;
+    Comm world;
+    for (int r = 0; r < n; ++r) world.members.push_back(r);
+    out_.comms.push_back(world);
+    out_.comms.push_back(Comm{});  // MPI_COMM_SELF
+    std::map<std::pair<std::vector<int32_t>, int>, int> global;  // (members, k) -> index
+    local_.assign(static_cast<size_t>(n), {});
+    for (int r = 0; r < n; ++r) {
+      const tr::RankTrace& rt = trace_.ranks[static_cast<size_t>(r)];
+      auto& map = local_[static_cast<size_t>(r)];
+      map[tr::kCommWorld] = 0;
+      map[tr::kCommSelf] = 1;
+      std::map<std::vector<int32_t>, int> seen;  // members -> defines so far on this rank
+      for (size_t i = 0; i < rt.records.size(); ++i) {
+        const tr::Record& rec = rt.records[i];
+        if (rec.function != static_cast<uint16_t>(FunctionId::pskel_comm_define)) continue;
+        const auto aux = rt.aux_of(i);
+        std::vector<int32_t> members;
+        for (int64_t w : aux) members.push_back(static_cast<int32_t>(w));
+        const bool inter = rec.recv_count > 0 ||
+                           static_cast<int64_t>(aux.size()) != rec.count + rec.recv_count ||
+                           std::any_of(members.begin(), members.end(),
+                                       [n](int32_t w) { return w < 0 || w >= n; });
+        const int k = seen[members]++;
+        auto [it, fresh] = global.try_emplace({members, k}, static_cast<int>(out_.comms.size()));
+        if (fresh) {
+          Comm c;
+          c.members = members;
+          c.inter = inter;
+          out_.comms.push_back(c);
+        }
+        map[rec.comm] = it->second;
+      }
+    }
+  }
+
+  int global_comm(int32_t rank, uint16_t local) const {
+    if (local == tr::kNoComm) return -1;
+    const auto& map = local_[static_cast<size_t>(rank)];
+    const auto it = map.find(local);
+    return it == map.end() ? -1 : it->second;
+  }
+
+  void event_facts() {
+    for (EventInfo& info : out_.events) {
+      if (info.event == nullptr) continue;
+      const lt::Event& event = *info.event;
+      for (size_t j = 0; j < event.ranks.size(); ++j) {
+        const lt::RankCall& call = event.ranks[j];
+        const tr::RankTrace& rt = trace_.ranks[static_cast<size_t>(call.rank)];
+        const tr::Record& rec = rt.records[call.sample.record];
+        info.flags[j] = rec.flags;
+        info.comm[j] = global_comm(call.rank, rec.comm);
+        if (info.kind == FunctionKind::comm && info.fn != FunctionId::MPI_Comm_free) {
+          const auto aux = rt.aux_of(call.sample.record);
+          if (!aux.empty()) {
+            info.new_comm[j] = global_comm(call.rank, static_cast<uint16_t>(aux[0]));
+            if (info.new_comm[j] >= 2 &&
+                out_.comms[static_cast<size_t>(info.new_comm[j])].made_by == kNoEvent)
+              out_.comms[static_cast<size_t>(info.new_comm[j])].made_by = event.id;
+          }
+        }
+        if (info.kind == FunctionKind::completion || info.fn == FunctionId::MPI_Startall)
+          info.passed[j] = rec.count;
+        if (info.comm[j] >= 0 && out_.comms[static_cast<size_t>(info.comm[j])].inter)
+          info.skip = "intercommunicator";
+        for (int32_t who : {call.peer, call.source})
+          if (who == tr::kUnknownRank || who == tr::kRootSelf) info.skip = "untranslatable rank";
+        if (info.kind == FunctionKind::collective || info.kind == FunctionKind::icollective) {
+          const int64_t root = call.root.at(0);
+          if (root == tr::kUnknownRank || root == tr::kRootSelf || root == tr::kProcNull)
+            info.skip = "intercommunicator root";
+        }
+        const bool uses_comm = info.kind != FunctionKind::start &&
+                               info.kind != FunctionKind::completion &&
+                               info.kind != FunctionKind::request &&
+                               info.kind != FunctionKind::env;
+        if (uses_comm && info.skip.empty() && info.comm[j] < 0)
+          info.skip = "unknown communicator";
+        // Tags that change from instance to instance make matching depend on which instances
+        // a scaled run keeps: receives on such a communicator take any tag.
+        if (info.comm[j] >= 0 &&
+            (call.tag.kind != lt::Rule::Kind::constant ||
+             call.recv_tag.kind != lt::Rule::Kind::constant))
+          out_.comm_tags_vary[static_cast<size_t>(info.comm[j])] = true;
+      }
+    }
+  }
+
+  void requests() {
+    for (int r = 0; r < out_.world_size; ++r) {
+      const tr::RankTrace& rt = trace_.ranks[static_cast<size_t>(r)];
+      const auto& of = out_.event_of[static_cast<size_t>(r)];
+      std::unordered_map<int64_t, uint32_t> creator;  // request id -> creating event
+      std::unordered_map<uint32_t, std::vector<int64_t>> persistent;  // init event -> live ids
+      uint32_t last_completion = kNoEvent;            // for a Wait after a Test
+      for (size_t i = 0; i < rt.records.size(); ++i) {
+        const uint32_t e = of[i];
+        if (e == kNoEvent) continue;
+        EventInfo& info = out_.events[e];
+        const int j = participant(*info.event, r);
+        if (j < 0) continue;
+        const tr::Record& rec = rt.records[i];
+        const auto aux = rt.aux_of(i);
+        if (creates_request(info.fn)) {
+          if (rec.request != 0) creator[rec.request] = e;
+          if (rec.request != 0 && (info.fn == FunctionId::MPI_Send_init ||
+                                   info.fn == FunctionId::MPI_Recv_init))
+            persistent[e].push_back(rec.request);
+          continue;
+        }
+        if (info.kind == FunctionKind::comm && info.fn != FunctionId::MPI_Comm_free) {
+          const int made = aux.empty() ? -1 : global_comm(r, static_cast<uint16_t>(aux[0]));
+          info.made[static_cast<size_t>(j)].push_back(made);
+          if (made >= 2 && out_.comms[static_cast<size_t>(made)].made_by == kNoEvent)
+            out_.comms[static_cast<size_t>(made)].made_by = e;
+          continue;
+        }
+        if (info.kind == FunctionKind::start) {
+          if (i == info.event->ranks[static_cast<size_t>(j)].sample.record) {
+            std::vector<int64_t> ids(aux.begin(), aux.end());
+            if (ids.empty() && rec.request != 0) ids.push_back(rec.request);
+            for (int64_t id : ids) {
+              const auto it = creator.find(id);
+              if (it == creator.end()) continue;
+              const auto& alive = persistent[it->second];
+              const auto at = std::find(alive.begin(), alive.end(), id);
+              info.starts[static_cast<size_t>(j)].push_back(it->second);
+              info.start_nth[static_cast<size_t>(j)].push_back(
+                  at == alive.end() ? 0 : static_cast<uint32_t>(at - alive.begin()));
+            }
+          }
+          continue;
+        }
+        if (info.fn == FunctionId::MPI_Request_free) {
+          const auto it = creator.find(rec.request);
+          info.frees[static_cast<size_t>(j)].push_back(it == creator.end() ? kNoEvent : it->second);
+          if (it != creator.end()) {
+            auto& alive = persistent[it->second];
+            alive.erase(std::remove(alive.begin(), alive.end(), int64_t{rec.request}), alive.end());
+          }
+          continue;
+        }
+        if (info.kind != FunctionKind::completion) continue;
+        // Multiplicity per creating event in this instance; the completion covers the maximum.
+        std::vector<std::pair<uint32_t, uint32_t>> here;
+        for (size_t w = 0; w + tr::kCompletionWords <= aux.size(); w += tr::kCompletionWords) {
+          const auto it = creator.find(aux[w]);
+          if (it == creator.end()) continue;
+          auto slot = std::find_if(here.begin(), here.end(),
+                                   [&](const auto& p) { return p.first == it->second; });
+          if (slot == here.end()) here.emplace_back(it->second, 1);
+          else ++slot->second;
+        }
+        auto& covers = info.covers[static_cast<size_t>(j)];
+        for (const auto& [ev, times] : here) {
+          const auto have = static_cast<uint32_t>(std::count(covers.begin(), covers.end(), ev));
+          for (uint32_t t = have; t < times; ++t) covers.push_back(ev);
+        }
+        // What each instance completed, for completions whose instances differ by phase.
+        auto& seq = instance_lists_[{e, static_cast<uint32_t>(j)}];
+        if (seq.size() < kMaxInstanceLists) {
+          std::vector<uint32_t> list;
+          for (const auto& [ev, times] : here) list.insert(list.end(), times, ev);
+          std::sort(list.begin(), list.end());
+          seq.push_back(std::move(list));
+        }
+        // A completion that found nothing to complete (its request was completed by a test
+        // before it) covers what that test covers: in the skeleton the test may fail.
+        if (here.empty() && rec.count > 0 && last_completion != kNoEvent &&
+            last_completion != e && inherit_.size() < 1000000)
+          inherit_.push_back({e, static_cast<uint32_t>(j), last_completion, r});
+        last_completion = e;
+      }
+    }
+    phases();
+    for (const Inherit& in : inherit_) {
+      EventInfo& info = out_.events[in.event];
+      auto& covers = info.covers[in.participant];
+      if (!covers.empty()) continue;
+      const EventInfo& from = out_.events[in.from];
+      const int j = participant(*from.event, in.rank);
+      if (j < 0) continue;
+      covers = from.covers[static_cast<size_t>(j)];
+    }
+  }
+
+ private:
+  static constexpr size_t kMaxInstanceLists = 1u << 16;
+  static constexpr uint32_t kMaxPeriod = 16;
+
+  // Completions whose instances complete different events in turn: the smallest period whose
+  // phases complete disjoint sets of events (which requests of a set a phase completes may vary
+  // with timing: tests before it completed the others).
+  static uint32_t phase_period(const std::vector<std::vector<uint32_t>>& seq) {
+    for (uint32_t p = 2; p <= kMaxPeriod && 2 * p <= seq.size(); ++p) {
+      std::vector<std::set<uint32_t>> phase(p);
+      for (size_t i = 0; i < seq.size(); ++i) phase[i % p].insert(seq[i].begin(), seq[i].end());
+      bool disjoint = true;
+      for (uint32_t a = 0; a < p && disjoint; ++a) {
+        disjoint = !phase[a].empty();
+        for (uint32_t b = a + 1; b < p && disjoint; ++b)
+          for (uint32_t e : phase[a]) disjoint = disjoint && phase[b].count(e) == 0;
+      }
+      if (disjoint) return p;
+    }
+    return 1;
+  }
+
+  void phases() {
+    std::map<uint32_t, uint32_t> period;  // event -> period all participants agree on (1: none)
+    for (const auto& [key, seq] : instance_lists_) {
+      const uint32_t p = seq.size() == out_.events[key.first].event->instances ? phase_period(seq) : 1;
+      auto [it, fresh] = period.try_emplace(key.first, p);
+      if (!fresh && it->second != p) it->second = 1;
+    }
+    for (const auto& [e, p] : period) {
+      if (p <= 1) continue;
+      EventInfo& info = out_.events[e];
+      info.period = p;
+      info.phase_covers.assign(info.event->ranks.size(), std::vector<std::vector<uint32_t>>(p));
+      for (size_t j = 0; j < info.event->ranks.size(); ++j) {
+        const auto it = instance_lists_.find({e, static_cast<uint32_t>(j)});
+        if (it == instance_lists_.end()) continue;
+        for (size_t i = 0; i < it->second.size(); ++i) {
+          auto& phase = info.phase_covers[j][i % p];
+          for (uint32_t ev : it->second[i]) {  // the most of each event any instance completed
+            const auto need = std::count(it->second[i].begin(), it->second[i].end(), ev);
+            if (std::count(phase.begin(), phase.end(), ev) < need) phase.push_back(ev);
+          }
+        }
+      }
+    }
+  }
+
+  struct Inherit {
+    uint32_t event, participant, from;
+    int32_t rank;
+  };
+  const tr::TraceSet& trace_;
+  const merge::MergedTrace& merged_;
+  Analysis& out_;
+  uint64_t next_ = 0;
+  std::vector<std::unordered_map<uint16_t, int>> local_;  // per rank: local comm id -> global
+  std::vector<Inherit> inherit_;
+  // (completion event, participant) -> per instance, the creating events it completed.
+  std::map<std::pair<uint32_t, uint32_t>, std::vector<std::vector<uint32_t>>> instance_lists_;
+};
+
+bool valid_calibration(double ns) { return ns >= 0.5 && ns <= 1e6; }
+
+}  // namespace
+
+Result<Analysis> analyse(const tr::TraceSet& trace, const merge::MergedTrace& merged,
+                         const lt::LoopTree& tree) {
+  Analysis out;
+  out.world_size = tree.world_size;
+  if (out.world_size <= 0 || trace.ranks.size() != static_cast<size_t>(out.world_size))
+    return Error{trace.dir, "empty trace: no ranks"};
+
+  // Calibration: a rank whose value is missing or absurd uses the median of the others.
+  std::vector<double> good;
+  for (const tr::RankTrace& rt : trace.ranks)
+    if (valid_calibration(rt.header.work_ns_per_unit)) good.push_back(rt.header.work_ns_per_unit);
+  if (good.empty())
+    return Error{trace.dir,
+                 "no rank has a usable work calibration (work_ns_per_unit in the rank headers)"};
+  std::sort(good.begin(), good.end());
+  const double median = good[good.size() / 2];
+  for (size_t r = 0; r < trace.ranks.size(); ++r) {
+    const double ns = trace.ranks[r].header.work_ns_per_unit;
+    out.ns_per_unit.push_back(valid_calibration(ns) ? ns : median);
+    if (!valid_calibration(ns))
+      out.warnings.push_back(fmt::format(
+          "rank {}: calibration {} ns per unit is unusable; the median {} is used", r, ns, median));
+  }
+
+  Analyser a(trace, merged, out);
+  a.index(tree.items, nullptr);
+  out.event_of.resize(trace.ranks.size());
+  for (size_t r = 0; r < trace.ranks.size(); ++r)
+    out.event_of[r].assign(trace.ranks[r].records.size(), kNoEvent);
+  if (!a.walk(tree.items) || !a.walked_all())
+    return Error{trace.dir, "the loop tree does not match the merged trace"};
+  a.communicators();
+  out.comm_tags_vary.assign(out.comms.size(), false);
+  a.event_facts();
+  a.requests();
+  return out;
+}
+
+}  // namespace pskel::skeleton::detail

@@ -1,0 +1,263 @@
+// C expressions for per-rank and per-instance values; see cexpr.h.
+#include "skeleton/cexpr.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace pskel::skeleton::detail {
+
+namespace lt = looptree;
+
+std::string literal(int64_t value) {
+  switch (value) {
+    case kTokProcNull: return "MPI_PROC_NULL";
+    case kTokAnySource: return "MPI_ANY_SOURCE";
+    case kTokAnyTag: return "MPI_ANY_TAG";
+    case kTokUndefined: return "MPI_UNDEFINED";
+    default: return std::to_string(value);
+  }
+}
+
+std::string literal(double value) {
+  if (value == std::floor(value) && std::fabs(value) < 1e15) return fmt::format("{:.1f}", value);
+  return fmt::format("{:.9g}", value);
+}
+
+namespace {
+
+bool is_token(int64_t v) { return v <= kTokUndefined; }
+
+constexpr const char* kName = "@NAME@";  // where declare() puts a table's name
+
+int64_t div_up(int64_t v, int64_t d) {
+  if (d <= 1 || is_token(v)) return v;
+  return v >= 0 ? (v + d - 1) / d : v / d;
+}
+
+std::string join(const std::vector<std::string>& parts) {
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i) out += ", ";
+    out += parts[i];
+  }
+  return out;
+}
+
+bool fits_int(const std::vector<int64_t>& values) {
+  return std::all_of(values.begin(), values.end(), [](int64_t v) {
+    return is_token(v) || (v >= std::numeric_limits<int>::min() && v <= std::numeric_limits<int>::max());
+  });
+}
+
+}  // namespace
+
+int64_t rule_max(const lt::Rule& rule, uint64_t instances) {
+  switch (rule.kind) {
+    case lt::Rule::Kind::constant: return rule.base;
+    case lt::Rule::Kind::linear:
+      return std::max(rule.base,
+                      rule.base + rule.step * static_cast<int64_t>(instances > 0 ? instances - 1 : 0));
+    case lt::Rule::Kind::periodic:
+    case lt::Rule::Kind::table:
+      return rule.values.empty() ? rule.base
+                                 : *std::max_element(rule.values.begin(), rule.values.end());
+  }
+  return rule.base;
+}
+
+std::string Tables::name(std::string_view hint) {
+  const int k = used_[std::string(hint)]++;
+  return k == 0 ? std::string(hint) : fmt::format("{}_{}", hint, k + 1);
+}
+
+std::string Tables::declare(std::string_view hint, std::string text, std::string key) {
+  const auto it = by_content_.find(key);
+  if (it != by_content_.end()) return it->second;
+  const std::string n = name(hint);
+  by_content_.emplace(std::move(key), n);
+  const size_t at = text.find(kName);
+  if (at != std::string::npos) text.replace(at, std::string_view(kName).size(), n);
+  decls_ += text;
+  decls_ += '\n';
+  return n;
+}
+
+std::string Tables::array(std::string_view hint, std::string_view type,
+                          const std::vector<int64_t>& values) {
+  std::vector<std::string> parts;
+  for (int64_t v : values) parts.push_back(literal(v));
+  const std::string body = join(parts);
+  return declare(hint, fmt::format("static const {} {}[{}] = {{{}}};", type, kName, values.size(), body),
+                 fmt::format("{}[{}]{{{}}}", type, values.size(), body));
+}
+
+std::string Tables::array2(std::string_view hint, std::string_view type,
+                           const std::vector<std::vector<int64_t>>& rows) {
+  size_t width = 1;
+  for (const auto& row : rows) width = std::max(width, row.size());
+  std::vector<std::string> lines;
+  for (const auto& row : rows) {
+    std::vector<std::string> parts;
+    for (size_t i = 0; i < width; ++i) parts.push_back(literal(i < row.size() ? row[i] : 0));
+    lines.push_back("{" + join(parts) + "}");
+  }
+  const std::string body = join(lines);
+  return declare(hint,
+                 fmt::format("static const {} {}[{}][{}] = {{{}}};", type, kName, rows.size(), width, body),
+                 fmt::format("{}[{}][{}]{{{}}}", type, rows.size(), width, body));
+}
+
+std::string Tables::ints(std::string_view hint, const std::vector<int64_t>& values,
+                         const std::vector<bool>& present) {
+  std::vector<int> ranks;
+  for (int r = 0; r < n_ && r < static_cast<int>(values.size()); ++r)
+    if (present[static_cast<size_t>(r)]) ranks.push_back(r);
+  if (ranks.empty()) return "0";
+  const int64_t first = values[static_cast<size_t>(ranks[0])];
+  if (std::all_of(ranks.begin(), ranks.end(),
+                  [&](int r) { return values[static_cast<size_t>(r)] == first; }))
+    return literal(first);
+  const bool tokens = std::any_of(ranks.begin(), ranks.end(),
+                                  [&](int r) { return is_token(values[static_cast<size_t>(r)]); });
+  if (!tokens) {
+    const int64_t d = first - ranks[0];
+    if (std::all_of(ranks.begin(), ranks.end(),
+                    [&](int r) { return values[static_cast<size_t>(r)] - r == d; }))
+      return d == 0 ? "rank" : d > 0 ? fmt::format("rank + {}", d) : fmt::format("rank - {}", -d);
+    for (int d2 = 1; d2 < n_; ++d2)
+      if (std::all_of(ranks.begin(), ranks.end(),
+                      [&](int r) { return values[static_cast<size_t>(r)] == (r + d2) % n_; }))
+        return fmt::format("(rank + {}) % size", d2);
+  }
+  std::vector<int64_t> table(static_cast<size_t>(n_), 0);
+  for (int r : ranks) table[static_cast<size_t>(r)] = values[static_cast<size_t>(r)];
+  return array(hint, fits_int(table) ? "int" : "long", table) + "[rank]";
+}
+
+std::string Tables::doubles(std::string_view hint, const std::vector<double>& values,
+                            const std::vector<bool>& present) {
+  std::vector<int> ranks;
+  for (int r = 0; r < n_ && r < static_cast<int>(values.size()); ++r)
+    if (present[static_cast<size_t>(r)]) ranks.push_back(r);
+  if (ranks.empty()) return "0.0";
+  const double first = values[static_cast<size_t>(ranks[0])];
+  if (std::all_of(ranks.begin(), ranks.end(),
+                  [&](int r) { return values[static_cast<size_t>(r)] == first; }))
+    return literal(first);
+  std::vector<std::string> parts;
+  for (int r = 0; r < n_; ++r)
+    parts.push_back(present[static_cast<size_t>(r)] ? literal(values[static_cast<size_t>(r)]) : "0.0");
+  const std::string body = join(parts);
+  return declare(hint, fmt::format("static const double {}[{}] = {{{}}};", kName, n_, body),
+                 fmt::format("double[{}]{{{}}}", n_, body)) +
+         "[rank]";
+}
+
+std::string Tables::condition(const std::vector<bool>& set, const std::vector<bool>& known) {
+  std::vector<int> in, out;
+  for (int r = 0; r < n_; ++r) {
+    if (!known[static_cast<size_t>(r)]) continue;
+    (set[static_cast<size_t>(r)] ? in : out).push_back(r);
+  }
+  if (out.empty()) return "";
+  if (in.empty()) return "0";
+  if (in.size() == 1) return fmt::format("rank == {}", in[0]);
+  if (out.size() == 1) return fmt::format("rank != {}", out[0]);
+  auto all = [](const std::vector<int>& v, auto pred) { return std::all_of(v.begin(), v.end(), pred); };
+  if (all(in, [](int r) { return r % 2 == 0; }) && all(out, [](int r) { return r % 2 == 1; }))
+    return "rank % 2 == 0";
+  if (all(in, [](int r) { return r % 2 == 1; }) && all(out, [](int r) { return r % 2 == 0; }))
+    return "rank % 2 == 1";
+  if (in.back() < out.front()) return fmt::format("rank < {}", out.front());
+  if (in.front() > out.back()) return fmt::format("rank >= {}", in.front());
+  std::vector<int64_t> table(static_cast<size_t>(n_), 0);
+  for (int r : in) table[static_cast<size_t>(r)] = 1;
+  return array("takes_part", "unsigned char", table) + "[rank]";
+}
+
+std::string Tables::one_rule(std::string_view hint, const lt::Rule& rule, const Index& index,
+                             int64_t divisor, std::vector<std::string>& notes) {
+  switch (rule.kind) {
+    case lt::Rule::Kind::constant: return literal(div_up(rule.base, divisor));
+    case lt::Rule::Kind::linear: {
+      std::string e = fmt::format("{} {} {} * {}", rule.base, rule.step < 0 ? "-" : "+",
+                                  rule.step < 0 ? -rule.step : rule.step,
+                                  index.spread.find(' ') != std::string::npos ? "(" + index.spread + ")"
+                                                                              : index.spread);
+      if (divisor > 1) return fmt::format("({} + {}) / {}", e, divisor - 1, divisor);
+      return "(" + e + ")";
+    }
+    case lt::Rule::Kind::periodic: {
+      std::vector<int64_t> v;
+      for (int64_t x : rule.values) v.push_back(div_up(x, divisor));
+      const std::string t = array(hint, fits_int(v) ? "int" : "long", v);
+      return fmt::format("{}[({}) % {}]", t, index.plain, v.size());
+    }
+    case lt::Rule::Kind::table: {
+      if (rule.values.size() > max_table) {
+        double sum = 0;
+        for (int64_t x : rule.values) sum += static_cast<double>(x);
+        const auto mean = static_cast<int64_t>(std::llround(sum / static_cast<double>(rule.values.size())));
+        notes.push_back(fmt::format("{}: {} values differ from instance to instance; their mean {} is used",
+                                    hint, rule.values.size(), mean));
+        return literal(div_up(mean, divisor));
+      }
+      std::vector<int64_t> v;
+      for (int64_t x : rule.values) v.push_back(div_up(x, divisor));
+      const std::string t = array(hint, fits_int(v) ? "int" : "long", v);
+      return fmt::format("{}[{}]", t, index.spread);
+    }
+  }
+  return "0";
+}
+
+std::string Tables::rules(std::string_view hint, const std::vector<const lt::Rule*>& rules,
+                          const Index& index, int64_t divisor, std::vector<std::string>& notes) {
+  std::vector<int> ranks;
+  for (int r = 0; r < n_ && r < static_cast<int>(rules.size()); ++r)
+    if (rules[static_cast<size_t>(r)] != nullptr) ranks.push_back(r);
+  if (ranks.empty()) return "0";
+  const lt::Rule& first = *rules[static_cast<size_t>(ranks[0])];
+  if (std::all_of(ranks.begin(), ranks.end(),
+                  [&](int r) { return *rules[static_cast<size_t>(r)] == first; }))
+    return one_rule(hint, first, index, divisor, notes);
+  std::vector<bool> present(static_cast<size_t>(n_), false);
+  for (int r : ranks) present[static_cast<size_t>(r)] = true;
+  auto kind_is = [&](std::initializer_list<lt::Rule::Kind> kinds) {
+    return std::all_of(ranks.begin(), ranks.end(), [&](int r) {
+      return std::find(kinds.begin(), kinds.end(), rules[static_cast<size_t>(r)]->kind) != kinds.end();
+    });
+  };
+  if (kind_is({lt::Rule::Kind::constant})) {
+    std::vector<int64_t> v(static_cast<size_t>(n_), 0);
+    for (int r : ranks) v[static_cast<size_t>(r)] = div_up(rules[static_cast<size_t>(r)]->base, divisor);
+    return ints(hint, v, present);
+  }
+  if (kind_is({lt::Rule::Kind::constant, lt::Rule::Kind::linear})) {
+    std::vector<int64_t> base(static_cast<size_t>(n_), 0), step(static_cast<size_t>(n_), 0);
+    for (int r : ranks) {
+      base[static_cast<size_t>(r)] = rules[static_cast<size_t>(r)]->base;
+      step[static_cast<size_t>(r)] = rules[static_cast<size_t>(r)]->step;
+    }
+    const std::string e = fmt::format("{} + {} * ({})", ints(std::string(hint) + "_base", base, present),
+                                      ints(std::string(hint) + "_step", step, present), index.spread);
+    if (divisor > 1) return fmt::format("({} + {}) / {}", e, divisor - 1, divisor);
+    return "(" + e + ")";
+  }
+  // Rules of different kinds: a function of the rank and the instance.
+  std::string fn = fmt::format("static long {}(int rank, long i, long j)\n{{\n    (void)i;\n    (void)j;\n    switch (rank) {{\n", kName);
+  Index local{"i", "j", index.instances};
+  for (int r : ranks)
+    fn += fmt::format("    case {}: return {};\n", r,
+                      one_rule(fmt::format("{}_r{}", hint, r), *rules[static_cast<size_t>(r)], local,
+                               divisor, notes));
+  fn += "    default: return 0;\n    }\n}";
+  std::string key = fn;
+  const std::string f = declare(hint, fn, key);
+  return fmt::format("{}(rank, {}, {})", f, index.plain, index.spread);
+}
+
+}  // namespace pskel::skeleton::detail

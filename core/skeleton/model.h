@@ -1,0 +1,130 @@
+// The skeleton generator's view of a traced program (internal to core/skeleton): what every
+// event of the loop tree does on every rank beyond what looptree.h keeps (communicators matched
+// across ranks, which requests a completion completes, which persistent requests a start
+// starts), the per-rank call order of each run of point-to-point calls and whether that order
+// needs rewriting to be deadlock-free, and which loops are scaled.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "looptree/looptree.h"
+#include "merge/merge.h"
+#include "trace/functions.h"
+#include "trace/reader.h"
+#include "util/result.h"
+
+namespace pskel::skeleton::detail {
+
+namespace lt = looptree;
+namespace tr = trace;
+
+inline constexpr uint32_t kNoEvent = UINT32_MAX;
+
+// A communicator of the traced program, matched across ranks by its members and the order in
+// which the ranks saw it (docs/trace-format.md §3.5). 0 is MPI_COMM_WORLD, 1 MPI_COMM_SELF.
+struct Comm {
+  std::vector<int32_t> members;  // world ranks, in communicator rank order
+  bool inter = false;            // an intercommunicator (not reproduced)
+  uint32_t made_by = kNoEvent;   // the tree event that created it, if the trace shows one
+  // world rank -> rank in this communicator, or -1
+  int32_t local(int32_t world) const;
+};
+
+// Per tree event: what looptree::Event does not say. Vectors indexed like Event::ranks.
+struct EventInfo {
+  const lt::Event* event = nullptr;
+  tr::FunctionId fn{};
+  tr::FunctionKind kind = tr::FunctionKind::meta;
+  std::vector<int> comm;                    // global communicator, -1 for none
+  std::vector<int> new_comm;                // comm-making calls: the communicator made, or -1
+  std::vector<std::vector<int>> made;       // ... and per instance (a split in a loop makes a
+                                            // different communicator each time)
+  std::vector<std::vector<uint32_t>> covers;  // completions: creating events of the requests it
+                                              // completes (an event twice: two of its requests)
+  // A completion folded from calls that complete different requests (two Waitalls in a row,
+  // one for collectives, one for persistent requests): the covers of instance i are
+  // phase_covers[j][i % period]. period 1: `covers` for every instance.
+  uint32_t period = 1;
+  std::vector<std::vector<std::vector<uint32_t>>> phase_covers;
+  std::vector<std::vector<uint32_t>> starts;  // Start/Startall: the init events started...
+  std::vector<std::vector<uint32_t>> start_nth;  // ... and which of each event's live requests
+                                                 // (0: the oldest; an init in a loop makes several)
+  std::vector<std::vector<uint32_t>> frees;  // Request_free: per instance, the creating event
+  std::vector<int64_t> passed;              // completions and Startall: the count passed
+  std::vector<uint8_t> flags;               // the sample's flags
+  std::string skip;                         // why the skeleton cannot make this call ("" = it can)
+};
+
+// One run of consecutive point-to-point items in a body (events of kind p2p, start and
+// completion, and loops made only of such items): the unit of reordering and of deadlock
+// planning.
+struct Group {
+  size_t first = 0, last = 0;                 // items [first, last) of the body
+  std::vector<std::vector<size_t>> order;     // per world rank: the items it runs, in its order
+  bool reordered = false;                     // some rank's order is not the merged order
+  bool rewrite = false;                       // deadlock-free plan: Irecv all, Isend, Waitall
+  bool defer = false;                         // ... or, when that is not enough (the matching
+                                              // calls lie beyond the group), blocking sends
+                                              // become Isends completed at the end of the run
+                                              // (what eager buffering did for the original)
+  bool checked = true;                        // false: too long to simulate
+  std::string reason;                         // why it was rewritten
+};
+
+struct Analysis {
+  int world_size = 0;
+  std::vector<double> ns_per_unit;            // per world rank: calibration used
+  std::vector<EventInfo> events;              // by tree event id
+  std::vector<const lt::Loop*> loop_of_event; // innermost loop around each event, or null
+  std::vector<Comm> comms;
+  std::vector<bool> comm_tags_vary;           // per comm: some tag rule is not constant
+  std::vector<std::vector<uint32_t>> event_of;  // [rank][record] -> tree event id or kNoEvent
+  // Groups by the body they belong to (the items vector's address).
+  std::map<const std::vector<lt::Item>*, std::vector<Group>> groups;
+  std::vector<std::string> warnings;
+  std::vector<std::string> substitutions;     // calls made differently from the original
+};
+
+// Walks the tree against the merged trace; fills events, event_of, comms, requests.
+Result<Analysis> analyse(const tr::TraceSet& trace, const merge::MergedTrace& merged,
+                         const lt::LoopTree& tree);
+
+// Fills Analysis::groups: orders and deadlock plans, innermost bodies first.
+void plan_groups(const lt::LoopTree& tree, Analysis& analysis);
+
+// Kind helpers.
+bool is_blocking_p2p(tr::FunctionId fn);
+bool is_groupable(const EventInfo& info);
+bool creates_request(tr::FunctionId fn);
+bool is_send_side(tr::FunctionId fn);   // sends (Send..Issend, Send_init)
+bool is_recv_side(tr::FunctionId fn);   // receives (Irecv, Recv, Recv_init)
+std::string_view function_name(tr::FunctionId fn);
+
+// ---- scaling (scale.cpp) -------------------------------------------------------------------
+
+struct ScaledLoop {
+  const lt::Loop* loop = nullptr;
+  uint64_t run = 0;       // iterations the skeleton runs
+  double factor = 1;      // N / run
+  double seconds = 0;     // traced time in it (slowest rank)
+};
+
+struct Scaling {
+  int64_t scale = 1;
+  std::vector<ScaledLoop> loops;
+  double traced_seconds = 0;       // slowest rank, first call to last (the tree's sum)
+  double scaled_seconds = 0;       // traced time inside the scaled loops (slowest rank)
+  double estimated_skeleton_seconds = 0;
+  const ScaledLoop* find(const lt::Loop* loop) const;
+};
+
+// Time of `items` on `rank` in ns (gaps, calls and loop entry gaps).
+double items_ns(const std::vector<lt::Item>& items, int32_t rank);
+Scaling choose_scaling(const lt::LoopTree& tree, int64_t scale, bool auto_scale,
+                       double target_fraction, double min_seconds);
+
+}  // namespace pskel::skeleton::detail

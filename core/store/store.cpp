@@ -1,0 +1,462 @@
+#include "store/store.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <ctime>
+#include <utility>
+
+namespace pskel::store {
+namespace {
+
+constexpr int kSchemaVersion = 1;
+
+const char* const kSchema = R"sql(
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS applications(
+  id INTEGER PRIMARY KEY,
+  uid INTEGER NOT NULL,
+  user TEXT NOT NULL,
+  key TEXT NOT NULL,
+  created INTEGER NOT NULL,
+  UNIQUE(uid, key));
+CREATE TABLE IF NOT EXISTS traces(
+  job_id INTEGER PRIMARY KEY,
+  app_id INTEGER NOT NULL REFERENCES applications(id) ON DELETE CASCADE,
+  uid INTEGER NOT NULL,
+  ntasks INTEGER NOT NULL,
+  partition TEXT NOT NULL,
+  state TEXT NOT NULL,
+  step TEXT NOT NULL DEFAULT '',
+  message TEXT NOT NULL DEFAULT '',
+  trace_dir TEXT NOT NULL DEFAULT '',
+  runtime_seconds REAL NOT NULL DEFAULT -1,
+  updated INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS skeletons(
+  id INTEGER PRIMARY KEY,
+  job_id INTEGER NOT NULL REFERENCES traces(job_id) ON DELETE CASCADE,
+  dir TEXT NOT NULL,
+  binary TEXT NOT NULL,
+  scale REAL NOT NULL,
+  created INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS predictions(
+  id INTEGER PRIMARY KEY,
+  app_id INTEGER NOT NULL REFERENCES applications(id) ON DELETE CASCADE,
+  uid INTEGER NOT NULL,
+  ntasks INTEGER NOT NULL,
+  partition TEXT NOT NULL,
+  skeleton_id INTEGER REFERENCES skeletons(id) ON DELETE SET NULL,
+  skeleton_seconds REAL NOT NULL,
+  scale REAL NOT NULL,
+  predicted_seconds REAL NOT NULL,
+  created INTEGER NOT NULL,
+  UNIQUE(app_id, ntasks, partition));
+CREATE TABLE IF NOT EXISTS outcomes(
+  job_id INTEGER PRIMARY KEY,
+  uid INTEGER NOT NULL,
+  prediction_id INTEGER NOT NULL,
+  app_id INTEGER REFERENCES applications(id) ON DELETE CASCADE,
+  predicted_seconds REAL NOT NULL,
+  limit_minutes INTEGER NOT NULL,
+  actual_seconds REAL NOT NULL,
+  state TEXT NOT NULL,
+  recorded INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS partitions(
+  name TEXT PRIMARY KEY,
+  max_minutes INTEGER NOT NULL,
+  is_default INTEGER NOT NULL);
+)sql";
+
+int64_t now() { return static_cast<int64_t>(std::time(nullptr)); }
+
+// A prepared statement: bind with bind(...), step with next()/run().
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const char* sql) : db_(db) {
+    rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
+  }
+  ~Stmt() { sqlite3_finalize(stmt_); }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+
+  template <class... Args>
+  Stmt& bind(const Args&... args) {
+    int i = 0;
+    (bind_one(++i, args), ...);
+    return *this;
+  }
+  // True while a row is available; errors end the iteration and are reported by ok().
+  bool next() {
+    if (rc_ != SQLITE_OK && rc_ != SQLITE_ROW) return false;
+    rc_ = sqlite3_step(stmt_);
+    return rc_ == SQLITE_ROW;
+  }
+  Result<bool> run() {
+    next();
+    if (rc_ == SQLITE_DONE || rc_ == SQLITE_ROW) return true;
+    return error();
+  }
+  bool ok() const { return rc_ == SQLITE_OK || rc_ == SQLITE_ROW || rc_ == SQLITE_DONE; }
+  Error error() const { return Error{sqlite3_db_filename(db_, "main"), sqlite3_errmsg(db_)}; }
+
+  int64_t i64(int col) const { return sqlite3_column_int64(stmt_, col); }
+  uint32_t u32(int col) const { return static_cast<uint32_t>(sqlite3_column_int64(stmt_, col)); }
+  double f64(int col) const { return sqlite3_column_double(stmt_, col); }
+  std::string text(int col) const {
+    const auto* p = sqlite3_column_text(stmt_, col);
+    return p ? reinterpret_cast<const char*>(p) : "";
+  }
+
+ private:
+  void bind_one(int i, int64_t v) { keep(sqlite3_bind_int64(stmt_, i, v)); }
+  void bind_one(int i, uint32_t v) { keep(sqlite3_bind_int64(stmt_, i, v)); }
+  void bind_one(int i, int v) { keep(sqlite3_bind_int64(stmt_, i, v)); }
+  void bind_one(int i, double v) { keep(sqlite3_bind_double(stmt_, i, v)); }
+  void bind_one(int i, const std::string& v) {
+    keep(sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT));
+  }
+  void bind_one(int i, std::nullptr_t) { keep(sqlite3_bind_null(stmt_, i)); }
+  void keep(int rc) {
+    if (rc != SQLITE_OK && rc_ == SQLITE_OK) rc_ = rc;
+  }
+
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+  int rc_;
+};
+
+Result<bool> exec(sqlite3* db, const char* sql) {
+  char* msg = nullptr;
+  if (sqlite3_exec(db, sql, nullptr, nullptr, &msg) == SQLITE_OK) return true;
+  Error e{sqlite3_db_filename(db, "main"), msg ? msg : sqlite3_errmsg(db)};
+  sqlite3_free(msg);
+  return e;
+}
+
+// BEGIN IMMEDIATE ... COMMIT, rolled back unless commit() succeeded.
+class Transaction {
+ public:
+  explicit Transaction(sqlite3* db) : db_(db), begun_(exec(db, "BEGIN IMMEDIATE")) {}
+  ~Transaction() {
+    if (begun_ && !done_) (void)exec(db_, "ROLLBACK");
+  }
+  Result<bool> begun() const { return begun_; }
+  Result<bool> commit() {
+    auto r = exec(db_, "COMMIT");
+    done_ = r.ok();
+    return r;
+  }
+
+ private:
+  sqlite3* db_;
+  Result<bool> begun_;
+  bool done_ = false;
+};
+
+Application read_application(const Stmt& s, int c) {
+  return Application{s.i64(c), s.u32(c + 1), s.text(c + 2), s.text(c + 3), s.i64(c + 4)};
+}
+
+#define PSKEL_TRY(expr)                        \
+  do {                                         \
+    auto pskel_try_r = (expr);                 \
+    if (!pskel_try_r) return pskel_try_r.error(); \
+  } while (0)
+
+}  // namespace
+
+Result<Store> Store::open(const std::string& path) {
+  sqlite3* db = nullptr;
+  const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX |
+                    SQLITE_OPEN_NOFOLLOW;
+  if (sqlite3_open_v2(path.c_str(), &db, flags, nullptr) != SQLITE_OK) {
+    Error e{path, db ? sqlite3_errmsg(db) : "cannot open"};
+    sqlite3_close(db);
+    return e;
+  }
+  Store store(db, path);
+  sqlite3_busy_timeout(db, 30000);
+  PSKEL_TRY(exec(db, "PRAGMA foreign_keys=ON"));
+  PSKEL_TRY(exec(db, "PRAGMA journal_mode=WAL"));
+  PSKEL_TRY(exec(db, "PRAGMA synchronous=NORMAL"));
+  {
+    Transaction tx(db);
+    PSKEL_TRY(tx.begun());
+    PSKEL_TRY(exec(db, kSchema));
+    Stmt version(db, "SELECT value FROM meta WHERE key='schema_version'");
+    if (version.next() && version.text(0) != std::to_string(kSchemaVersion))
+      return Error{path, "schema version " + version.text(0) + ", this pskel knows " +
+                             std::to_string(kSchemaVersion)};
+    PSKEL_TRY(Stmt(db, "INSERT OR IGNORE INTO meta(key, value) VALUES('schema_version', ?)")
+                  .bind(std::to_string(kSchemaVersion))
+                  .run());
+    PSKEL_TRY(tx.commit());
+  }
+  ::chmod(path.c_str(), 0644);
+  return store;
+}
+
+Store::Store(Store&& other) noexcept
+    : db_(std::exchange(other.db_, nullptr)), path_(std::move(other.path_)) {}
+
+Store& Store::operator=(Store&& other) noexcept {
+  if (this != &other) {
+    sqlite3_close(db_);
+    db_ = std::exchange(other.db_, nullptr);
+    path_ = std::move(other.path_);
+  }
+  return *this;
+}
+
+Store::~Store() { sqlite3_close(db_); }
+
+Result<int64_t> Store::ensure_application(uint32_t uid, const std::string& user,
+                                          const std::string& key) {
+  PSKEL_TRY(Stmt(db_, "INSERT OR IGNORE INTO applications(uid, user, key, created) VALUES(?,?,?,?)")
+                .bind(uid, user, key, now())
+                .run());
+  Stmt s(db_, "SELECT id FROM applications WHERE uid=? AND key=?");
+  s.bind(uid, key);
+  if (!s.next()) return s.ok() ? Error{path_, "application vanished"} : s.error();
+  return s.i64(0);
+}
+
+Result<bool> Store::put_trace(const Trace& t) {
+  return Stmt(db_,
+              "INSERT OR REPLACE INTO traces(job_id, app_id, uid, ntasks, partition, state, step, "
+              "message, trace_dir, runtime_seconds, updated) VALUES(?,?,?,?,?,?,?,?,?,?,?)")
+      .bind(t.job_id, t.app_id, t.uid, t.ntasks, t.partition, t.state, t.step, t.message,
+            t.trace_dir, t.runtime_seconds, now())
+      .run();
+}
+
+Result<bool> Store::set_trace_state(int64_t job_id, const std::string& state,
+                                    const std::string& step, const std::string& message) {
+  return Stmt(db_, "UPDATE traces SET state=?, step=?, message=?, updated=? WHERE job_id=?")
+      .bind(state, step, message, now(), job_id)
+      .run();
+}
+
+Result<bool> Store::set_trace_runtime(int64_t job_id, double seconds) {
+  return Stmt(db_, "UPDATE traces SET runtime_seconds=?, updated=? WHERE job_id=?")
+      .bind(seconds, now(), job_id)
+      .run();
+}
+
+Result<std::vector<int64_t>> Store::add_predictions(int64_t job_id, const Skeleton& skeleton,
+                                                    const std::vector<Prediction>& predictions) {
+  Transaction tx(db_);
+  PSKEL_TRY(tx.begun());
+  PSKEL_TRY(Stmt(db_, "INSERT INTO skeletons(job_id, dir, binary, scale, created) VALUES(?,?,?,?,?)")
+                .bind(job_id, skeleton.dir, skeleton.binary, skeleton.scale, now())
+                .run());
+  const int64_t skeleton_id = sqlite3_last_insert_rowid(db_);
+  std::vector<int64_t> ids;
+  for (const Prediction& p : predictions) {
+    PSKEL_TRY(Stmt(db_, "DELETE FROM predictions WHERE app_id=? AND ntasks=? AND partition=?")
+                  .bind(p.app_id, p.ntasks, p.partition)
+                  .run());
+    PSKEL_TRY(Stmt(db_,
+                   "INSERT INTO predictions(app_id, uid, ntasks, partition, skeleton_id, "
+                   "skeleton_seconds, scale, predicted_seconds, created) VALUES(?,?,?,?,?,?,?,?,?)")
+                  .bind(p.app_id, p.uid, p.ntasks, p.partition, skeleton_id, p.skeleton_seconds,
+                        p.scale, p.predicted_seconds, now())
+                  .run());
+    ids.push_back(sqlite3_last_insert_rowid(db_));
+  }
+  PSKEL_TRY(Stmt(db_, "UPDATE traces SET state='done', step='', message='', updated=? WHERE job_id=?")
+                .bind(now(), job_id)
+                .run());
+  PSKEL_TRY(tx.commit());
+  return ids;
+}
+
+Result<bool> Store::record_outcome(const Outcome& o) {
+  return Stmt(db_,
+              "INSERT OR REPLACE INTO outcomes(job_id, uid, prediction_id, app_id, "
+              "predicted_seconds, limit_minutes, actual_seconds, state, recorded) "
+              "VALUES(?1, ?2, ?3, (SELECT app_id FROM predictions WHERE id=?3 AND uid=?2), ?4, ?5, "
+              "?6, ?7, ?8)")
+      .bind(o.job_id, o.uid, o.prediction_id, o.predicted_seconds, o.limit_minutes,
+            o.actual_seconds, o.state, now())
+      .run();
+}
+
+Result<bool> Store::set_partitions(const std::vector<exportfile::Partition>& partitions) {
+  Transaction tx(db_);
+  PSKEL_TRY(tx.begun());
+  PSKEL_TRY(exec(db_, "DELETE FROM partitions"));
+  for (const auto& p : partitions)
+    PSKEL_TRY(Stmt(db_, "INSERT INTO partitions(name, max_minutes, is_default) VALUES(?,?,?)")
+                  .bind(p.name, static_cast<int64_t>(p.max_minutes), p.is_default ? 1 : 0)
+                  .run());
+  return tx.commit();
+}
+
+Result<std::vector<AppSummary>> Store::list(std::optional<uint32_t> uid) const {
+  Stmt s(db_,
+         "SELECT a.id, a.uid, a.user, a.key, a.created, "
+         "(SELECT COUNT(*) FROM traces t WHERE t.app_id=a.id), "
+         "(SELECT COUNT(*) FROM predictions p WHERE p.app_id=a.id), "
+         "(SELECT state FROM traces t WHERE t.app_id=a.id ORDER BY updated DESC, job_id DESC LIMIT 1), "
+         "(SELECT message FROM traces t WHERE t.app_id=a.id ORDER BY updated DESC, job_id DESC LIMIT 1) "
+         "FROM applications a WHERE ?1 IS NULL OR a.uid=?1 ORDER BY a.uid, a.key");
+  if (uid) s.bind(*uid);
+  else s.bind(nullptr);
+  std::vector<AppSummary> out;
+  while (s.next())
+    out.push_back(AppSummary{read_application(s, 0), static_cast<int>(s.i64(5)),
+                             static_cast<int>(s.i64(6)), s.text(7), s.text(8)});
+  if (!s.ok()) return s.error();
+  return out;
+}
+
+Result<std::vector<Application>> Store::find_applications(const std::string& key,
+                                                          std::optional<uint32_t> uid) const {
+  Stmt s(db_,
+         "SELECT id, uid, user, key, created FROM applications WHERE (key=?1 OR "
+         "CAST(id AS TEXT)=?1) AND (?2 IS NULL OR uid=?2) ORDER BY uid");
+  if (uid) s.bind(key, *uid);
+  else s.bind(key, nullptr);
+  std::vector<Application> out;
+  while (s.next()) out.push_back(read_application(s, 0));
+  if (!s.ok()) return s.error();
+  return out;
+}
+
+namespace {
+
+const char* const kTraceColumns =
+    "job_id, app_id, uid, ntasks, partition, state, step, message, trace_dir, runtime_seconds, "
+    "updated";
+
+Trace read_trace(const Stmt& s) {
+  return Trace{s.i64(0),  s.i64(1),  s.u32(2),  s.u32(3), s.text(4), s.text(5),
+               s.text(6), s.text(7), s.text(8), s.f64(9), s.i64(10)};
+}
+
+}  // namespace
+
+Result<std::vector<Trace>> Store::traces(int64_t app_id) const {
+  Stmt s(db_, (std::string("SELECT ") + kTraceColumns +
+               " FROM traces WHERE app_id=? ORDER BY job_id").c_str());
+  s.bind(app_id);
+  std::vector<Trace> out;
+  while (s.next()) out.push_back(read_trace(s));
+  if (!s.ok()) return s.error();
+  return out;
+}
+
+Result<std::optional<Trace>> Store::trace(int64_t job_id) const {
+  Stmt s(db_, (std::string("SELECT ") + kTraceColumns + " FROM traces WHERE job_id=?").c_str());
+  s.bind(job_id);
+  if (s.next()) return std::optional<Trace>(read_trace(s));
+  if (!s.ok()) return s.error();
+  return std::optional<Trace>();
+}
+
+Result<std::vector<Prediction>> Store::predictions(int64_t app_id) const {
+  Stmt s(db_,
+         "SELECT id, app_id, uid, ntasks, partition, IFNULL(skeleton_id, 0), skeleton_seconds, "
+         "scale, predicted_seconds, created FROM predictions WHERE app_id=? "
+         "ORDER BY ntasks, partition");
+  s.bind(app_id);
+  std::vector<Prediction> out;
+  while (s.next())
+    out.push_back(Prediction{s.i64(0), s.i64(1), s.u32(2), s.u32(3), s.text(4), s.i64(5),
+                             s.f64(6), s.f64(7), s.f64(8), s.i64(9)});
+  if (!s.ok()) return s.error();
+  return out;
+}
+
+Result<std::vector<Outcome>> Store::outcomes(int64_t app_id) const {
+  Stmt s(db_,
+         "SELECT job_id, uid, prediction_id, app_id, predicted_seconds, limit_minutes, "
+         "actual_seconds, state, recorded FROM outcomes WHERE app_id=? ORDER BY job_id");
+  s.bind(app_id);
+  std::vector<Outcome> out;
+  while (s.next())
+    out.push_back(Outcome{s.i64(0), s.u32(1), s.i64(2), s.i64(3), s.f64(4), s.u32(5), s.f64(6),
+                          s.text(7), s.i64(8)});
+  if (!s.ok()) return s.error();
+  return out;
+}
+
+Result<int> Store::forget(int64_t app_id) {
+  Stmt s(db_, "DELETE FROM applications WHERE id=?");
+  s.bind(app_id);
+  PSKEL_TRY(s.run());
+  return sqlite3_changes(db_);
+}
+
+Result<std::vector<Accuracy>> Store::report(std::optional<uint32_t> uid) const {
+  Stmt s(db_,
+         "SELECT a.id, a.uid, a.user, a.key, a.created, o.predicted_seconds, o.actual_seconds, "
+         "o.state FROM outcomes o JOIN applications a ON a.id=o.app_id "
+         "WHERE o.actual_seconds > 0 AND (?1 IS NULL OR a.uid=?1) ORDER BY a.uid, a.key");
+  if (uid) s.bind(*uid);
+  else s.bind(nullptr);
+  std::vector<Accuracy> out;
+  while (s.next()) {
+    const Application app = read_application(s, 0);
+    if (out.empty() || out.back().app.id != app.id) out.push_back(Accuracy{app});
+    Accuracy& a = out.back();
+    const double predicted = s.f64(5), actual = s.f64(6);
+    const double err = std::fabs(predicted - actual) / actual * 100.0;
+    a.jobs += 1;
+    a.mean_abs_error_pct += err;
+    a.max_abs_error_pct = std::max(a.max_abs_error_pct, err);
+    a.mean_predicted += predicted;
+    a.mean_actual += actual;
+    a.timeouts += s.text(7) == "TIMEOUT" ? 1 : 0;
+  }
+  if (!s.ok()) return s.error();
+  for (Accuracy& a : out) {
+    a.mean_abs_error_pct /= a.jobs;
+    a.mean_predicted /= a.jobs;
+    a.mean_actual /= a.jobs;
+  }
+  return out;
+}
+
+Result<exportfile::Data> Store::export_data() const {
+  exportfile::Data data;
+  Stmt parts(db_, "SELECT name, max_minutes, is_default FROM partitions ORDER BY name");
+  while (parts.next()) {
+    exportfile::Partition p{parts.text(0), static_cast<uint32_t>(parts.i64(1)), parts.i64(2) != 0};
+    if (exportfile::valid_word(p.name)) data.partitions.push_back(std::move(p));
+  }
+  if (!parts.ok()) return parts.error();
+  Stmt s(db_,
+         "SELECT p.uid, p.ntasks, p.partition, p.predicted_seconds, p.id, a.key "
+         "FROM predictions p JOIN applications a ON a.id=p.app_id AND a.uid=p.uid ORDER BY p.id");
+  while (s.next()) {
+    exportfile::Entry e{s.u32(0), s.u32(1), s.text(2), s.text(5), s.f64(3), s.i64(4)};
+    if (exportfile::valid_word(e.partition) && exportfile::valid_word(e.app) && e.ntasks > 0 &&
+        std::isfinite(e.predicted_seconds) && e.predicted_seconds >= 0)
+      data.entries.push_back(std::move(e));
+  }
+  if (!s.ok()) return s.error();
+  return data;
+}
+
+Result<bool> write_export(const Store& store, const std::string& export_path) {
+  const std::string lock_path = export_path + ".lock";
+  const int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (lock < 0) return Error{lock_path, std::string("cannot open: ") + std::strerror(errno)};
+  while (::flock(lock, LOCK_EX) != 0 && errno == EINTR) {
+  }
+  // Read the store inside the lock: whoever writes last also read last.
+  auto data = store.export_data();
+  Result<bool> written = data ? exportfile::write_atomic(export_path, data.value())
+                              : Result<bool>(data.error());
+  ::close(lock);
+  return written;
+}
+
+}  // namespace pskel::store

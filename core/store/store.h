@@ -1,0 +1,147 @@
+// pskel's store: an embedded SQLite database on the controller (StateDir/pskel.db) holding
+// applications, traces (one per traced job, with what failed if something did), skeletons,
+// predictions keyed by (user, application, task count, partition), and the outcome of every
+// job whose limit pskel set (predicted vs actual). The export file job_submit reads is derived
+// from it (export_data + exportfile::write_atomic, serialised by write_export).
+//
+// Every change that belongs together is one transaction: a worker killed at any point leaves
+// either all of a skeleton's predictions or none. Several processes may use the database at
+// once (WAL, busy timeout). Thread safety: a Store is used by one thread at a time.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "export/export.h"
+#include "util/result.h"
+
+namespace pskel::store {
+
+struct Application {
+  int64_t id = 0;
+  uint32_t uid = 0;
+  std::string user;
+  std::string key;
+  int64_t created = 0;
+};
+
+// A traced job and how far the worker got with it.
+struct Trace {
+  int64_t job_id = 0;
+  int64_t app_id = 0;
+  uint32_t uid = 0;
+  uint32_t ntasks = 0;
+  std::string partition;
+  std::string state;        // queued | running | done | failed
+  std::string step;         // the step running or failed ("compress", "skeleton", ...)
+  std::string message;      // what failed, one line
+  std::string trace_dir;
+  double runtime_seconds = -1;  // the traced job's own run time (-1: unknown)
+  int64_t updated = 0;
+};
+
+struct Skeleton {
+  int64_t id = 0;
+  int64_t job_id = 0;
+  std::string dir;
+  std::string binary;
+  double scale = 0;
+};
+
+struct Prediction {
+  int64_t id = 0;
+  int64_t app_id = 0;
+  uint32_t uid = 0;
+  uint32_t ntasks = 0;
+  std::string partition;
+  int64_t skeleton_id = 0;
+  double skeleton_seconds = 0;
+  double scale = 0;
+  double predicted_seconds = 0;
+  int64_t created = 0;
+};
+
+struct Outcome {
+  int64_t job_id = 0;
+  uint32_t uid = 0;
+  int64_t prediction_id = 0;
+  int64_t app_id = 0;           // filled from the prediction when it still exists
+  double predicted_seconds = 0;
+  uint32_t limit_minutes = 0;
+  double actual_seconds = -1;
+  std::string state;            // the job's final state (COMPLETED, TIMEOUT, ...)
+  int64_t recorded = 0;
+};
+
+struct AppSummary {
+  Application app;
+  int traces = 0;
+  int predictions = 0;
+  std::string last_state;       // of the newest trace
+  std::string last_message;
+};
+
+struct Accuracy {
+  Application app;
+  int jobs = 0;                 // outcomes with a known actual run time
+  double mean_abs_error_pct = 0;
+  double max_abs_error_pct = 0;
+  double mean_predicted = 0;
+  double mean_actual = 0;
+  int timeouts = 0;             // jobs that hit the limit pskel set
+};
+
+class Store {
+ public:
+  // Opens (creating if needed, mode 0644) and migrates the schema.
+  static Result<Store> open(const std::string& path);
+  Store(Store&& other) noexcept;
+  Store& operator=(Store&& other) noexcept;
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+  ~Store();
+
+  Result<int64_t> ensure_application(uint32_t uid, const std::string& user, const std::string& key);
+  // Inserts or replaces the trace row of trace.job_id.
+  Result<bool> put_trace(const Trace& trace);
+  Result<bool> set_trace_state(int64_t job_id, const std::string& state, const std::string& step,
+                               const std::string& message);
+  Result<bool> set_trace_runtime(int64_t job_id, double seconds);
+  // One transaction: the skeleton, then one prediction per partition (replacing older
+  // predictions of the same key), then the trace marked done. Returns the prediction ids.
+  Result<std::vector<int64_t>> add_predictions(int64_t job_id, const Skeleton& skeleton,
+                                               const std::vector<Prediction>& predictions);
+  Result<bool> record_outcome(const Outcome& outcome);
+  Result<bool> set_partitions(const std::vector<exportfile::Partition>& partitions);
+
+  Result<std::vector<AppSummary>> list(std::optional<uint32_t> uid) const;
+  Result<std::vector<Application>> find_applications(const std::string& key,
+                                                     std::optional<uint32_t> uid) const;
+  Result<std::vector<Trace>> traces(int64_t app_id) const;
+  Result<std::optional<Trace>> trace(int64_t job_id) const;
+  Result<std::vector<Prediction>> predictions(int64_t app_id) const;
+  Result<std::vector<Outcome>> outcomes(int64_t app_id) const;
+  // Deletes an application and everything stored for it. Returns rows deleted (0 or 1).
+  Result<int> forget(int64_t app_id);
+  Result<std::vector<Accuracy>> report(std::optional<uint32_t> uid) const;
+
+  // Everything job_submit needs, in a stable order.
+  Result<exportfile::Data> export_data() const;
+
+  const std::string& path() const { return path_; }
+
+ private:
+  Store(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  sqlite3* db_ = nullptr;
+  std::string path_;
+};
+
+// Regenerates the export from the store, atomically, holding an exclusive lock
+// (<export>.lock) so that concurrent writers cannot put an older view in place of a newer one.
+Result<bool> write_export(const Store& store, const std::string& export_path);
+
+}  // namespace pskel::store

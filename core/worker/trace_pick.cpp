@@ -1,0 +1,102 @@
+#include "worker/trace_pick.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+namespace pskel::worker {
+namespace {
+
+constexpr size_t kMaxMetaBytes = 1 << 20;
+constexpr int kMaxSteps = 1024;
+
+}  // namespace
+
+Result<std::string> read_owned_file(int dir_fd, const std::string& dir_path,
+                                    const std::string& name, uid_t uid, size_t max_bytes) {
+  const std::string path = dir_path + "/" + name;
+  UniqueFd fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+  if (fd.get() < 0)
+    return Error{path, errno == ELOOP ? "is a symbolic link" : std::strerror(errno)};
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return Error{path, "not a regular file"};
+  if (st.st_uid != uid) return Error{path, "not owned by the job's user"};
+  if (static_cast<uint64_t>(st.st_size) > max_bytes) return Error{path, "too large"};
+  std::string text(static_cast<size_t>(st.st_size), '\0');
+  const ssize_t got = ::pread(fd.get(), text.data(), text.size(), 0);
+  if (got < 0) return Error{path, std::strerror(errno)};
+  text.resize(static_cast<size_t>(got));
+  return text;
+}
+
+Result<TraceChoice> pick_trace(const std::string& spool_dir, uint32_t job_id, uid_t uid,
+                               uint64_t max_bytes) {
+  TraceChoice choice;
+  UniqueFd spool(::open(spool_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (spool.get() < 0) return Error{spool_dir, std::strerror(errno)};
+  const std::string job_name = "job." + std::to_string(job_id);
+  auto job = open_owned_dir(spool.get(), spool_dir, job_name, uid);
+  if (!job) return job.error();
+  choice.job_dir = std::move(job).value();
+  choice.job_path = spool_dir + "/" + job_name;
+
+  // readdir on a duplicate: closedir closes the descriptor it was given.
+  DIR* d = ::fdopendir(::dup(choice.job_dir.get()));
+  if (!d) return Error{choice.job_path, std::strerror(errno)};
+  std::string refused;
+  int seen = 0;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (!name.starts_with("step.") || ++seen > kMaxSteps) continue;
+    struct stat st;
+    if (::fstatat(choice.job_dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (S_ISLNK(st.st_mode)) {
+      refused = choice.job_path + "/" + name + ": is a symbolic link";
+      continue;
+    }
+    if (!S_ISDIR(st.st_mode) || st.st_uid != uid) {
+      refused = choice.job_path + "/" + name + ": not a directory of the job's user";
+      continue;
+    }
+    auto step = open_owned_dir(choice.job_dir.get(), choice.job_path, name, uid);
+    if (!step) continue;
+    const std::string step_path = choice.job_path + "/" + name;
+    auto meta_text = read_owned_file(step.value().get(), step_path, "meta.json", uid, kMaxMetaBytes);
+    if (!meta_text) continue;
+    const nlohmann::json meta = nlohmann::json::parse(meta_text.value(), nullptr, false);
+    if (!meta.is_object() || !meta.contains("complete") || meta["complete"] != true ||
+        !meta.contains("ranks") || !meta["ranks"].is_number_integer())
+      continue;
+    const int64_t ranks64 = meta["ranks"].get<int64_t>();
+    if (ranks64 <= 0 || ranks64 > 1000000) continue;
+    const int ranks = static_cast<int>(ranks64);
+    if (ranks <= choice.ranks) continue;
+    uint64_t bytes = 0;
+    for (int r = 0; r < ranks; ++r) {
+      const std::string rank = "rank." + std::to_string(r) + ".pskt";
+      if (::fstatat(step.value().get(), rank.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+          S_ISREG(st.st_mode))
+        bytes += static_cast<uint64_t>(st.st_size);
+    }
+    if (bytes > max_bytes) {
+      refused = step_path + ": trace larger than MaxTraceBytes";
+      continue;
+    }
+    choice.dir = step_path;
+    choice.step = name;
+    choice.ranks = ranks;
+    choice.mpi = meta.contains("mpi") && meta["mpi"].is_string() ? meta["mpi"].get<std::string>() : "";
+    choice.bytes = bytes;
+  }
+  ::closedir(d);
+  if (choice.dir.empty())
+    return Error{choice.job_path, refused.empty() ? "no complete trace" : refused};
+  return choice;
+}
+
+}  // namespace pskel::worker

@@ -1,0 +1,35 @@
+// Finding a traced job's trace safely. The worker runs as root and the job directory
+// (<SpoolDir>/job.<id>) belongs to the job's user, who may have put anything there: every
+// entry is opened relative to a verified directory descriptor, without following symlinks,
+// and must belong to the job's user; sizes are bounded.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+
+#include "util/result.h"
+#include "util/safe_dir.h"
+
+namespace pskel::worker {
+
+struct TraceChoice {
+  UniqueFd job_dir;       // <SpoolDir>/job.<id>, verified
+  std::string job_path;
+  std::string dir;        // the chosen step's trace directory (absolute)
+  std::string step;       // its name, "step.0", "step.batch", ...
+  int ranks = 0;
+  std::string mpi;        // "mpich" | "openmpi" (meta.json)
+  uint64_t bytes = 0;     // size of its rank files
+};
+
+// The complete trace (meta.json "complete": true) with the most ranks among the job's steps.
+Result<TraceChoice> pick_trace(const std::string& spool_dir, uint32_t job_id, uid_t uid,
+                               uint64_t max_bytes);
+
+// Reads dir_fd/name (a regular file owned by uid, no symlink, at most max_bytes).
+Result<std::string> read_owned_file(int dir_fd, const std::string& dir_path,
+                                    const std::string& name, uid_t uid, size_t max_bytes);
+
+}  // namespace pskel::worker

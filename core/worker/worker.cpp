@@ -1,0 +1,493 @@
+#include "worker/worker.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <ctime>
+#include <map>
+#include <optional>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "store/store.h"
+#include "util/safe_dir.h"
+#include "worker/process.h"
+#include "worker/slurm_text.h"
+#include "worker/trace_pick.h"
+
+namespace pskel::worker {
+namespace {
+
+constexpr uint32_t kMaxAttempts = 3;
+constexpr size_t kMaxJsonBytes = 1 << 20;
+constexpr const char* kQueueDir = "queue";
+
+// --- small helpers -------------------------------------------------------------------------
+
+Identity identity_of(const Ticket& t) {
+  return Identity{static_cast<uid_t>(t.uid), static_cast<gid_t>(t.gid), t.user};
+}
+
+std::string home_of(uid_t uid) {
+  struct passwd pw, *found = nullptr;
+  char buf[4096];
+  if (::getpwuid_r(uid, &pw, buf, sizeof buf, &found) == 0 && found && pw.pw_dir) return pw.pw_dir;
+  return "/";
+}
+
+Result<nlohmann::json> parse_json(const std::string& text, const std::string& what) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object()) return Error{"", what + ": output is not a JSON object"};
+  return j;
+}
+
+Result<double> number(const nlohmann::json& j, const char* key, const std::string& what) {
+  if (!j.contains(key) || !j[key].is_number()) return Error{"", what + ": JSON has no number " + key};
+  const double v = j[key].get<double>();
+  if (!std::isfinite(v) || v < 0) return Error{"", what + ": " + key + " out of range"};
+  return v;
+}
+
+std::string one_line(std::string s) {
+  for (char& c : s)
+    if (c == '\n' || c == '\r') c = ' ';
+  if (s.size() > 400) s.resize(400);
+  return s;
+}
+
+// --- the context of one worker -----------------------------------------------------------------
+
+class Worker {
+ public:
+  Worker(const config::Config& conf, store::Store& store, const Log& log)
+      : conf_(conf), store_(store), log_(log) {}
+
+  void handle(const Ticket& t);
+
+ private:
+  RunResult run_as_user(const Ticket& t, const std::vector<std::string>& argv, int timeout,
+                        const std::string& cwd = "/") const {
+    RunOptions o;
+    o.as = identity_of(t);
+    o.env = child_environment(home_of(o.as.uid), t.user);
+    o.cwd = cwd;
+    o.timeout_seconds = timeout;
+    return run(argv, o);
+  }
+  // Whether `pskel <command>` exists (asked once per worker).
+  bool available(const Ticket& t, const std::string& command);
+  std::optional<JobEnd> job_end(uint32_t job_id) const;
+  void fail(const Ticket& t, const std::string& step, const std::string& message);
+  void record_outcome(const Ticket& t, const std::optional<JobEnd>& end);
+  void run_pipeline(const Ticket& t, int64_t app_id, const std::optional<JobEnd>& end);
+  void refresh_export();
+
+  struct SkeletonOut {
+    std::string dir, binary;
+    double scale = 0;
+  };
+  struct Calibration {
+    double skeleton_seconds = 0, scale = 0, predicted_seconds = 0;
+  };
+  Result<bool> step_compress(const Ticket& t, const TraceChoice& trace);
+  Result<SkeletonOut> step_skeleton(const Ticket& t, const TraceChoice& trace, double scale);
+  Result<Calibration> step_calibrate(const Ticket& t, const TraceChoice& trace,
+                                     const SkeletonOut& skeleton, const std::string& partition);
+
+  const config::Config& conf_;
+  store::Store& store_;
+  const Log& log_;
+  std::map<std::string, bool> available_;
+};
+
+bool Worker::available(const Ticket& t, const std::string& command) {
+  const auto it = available_.find(command);
+  if (it != available_.end()) return it->second;
+  const RunResult r = run_as_user(t, {conf_.pskel, command, "--help"}, 60);
+  return available_[command] = r.started && !r.timed_out && r.exit_code == 0;
+}
+
+std::optional<JobEnd> Worker::job_end(uint32_t job_id) const {
+  // The epilog runs while the job is COMPLETING: wait (bounded) for its final state.
+  std::optional<JobEnd> end;
+  for (int i = 0; i < 30; ++i) {
+    RunOptions o;
+    o.env = child_environment("/", "root");
+    o.timeout_seconds = 30;
+    const RunResult r = run({conf_.scontrol, "show", "job", "-o", std::to_string(job_id)}, o);
+    if (r.exit_code == 0) end = parse_job(r.out);
+    if (end && end->state.find("COMPLETING") == std::string::npos && end->state != "RUNNING") break;
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+  }
+  return end;
+}
+
+void Worker::fail(const Ticket& t, const std::string& step, const std::string& message) {
+  const std::string text = one_line(message);
+  log_.line("job " + std::to_string(t.job_id) + ": " + step + ": failed: " + text);
+  if (auto r = store_.set_trace_state(t.job_id, "failed", step, text); !r)
+    log_.line("job " + std::to_string(t.job_id) + ": store: " + r.error().line());
+}
+
+void Worker::record_outcome(const Ticket& t, const std::optional<JobEnd>& end) {
+  store::Outcome o;
+  o.job_id = t.job_id;
+  o.uid = t.uid;
+  o.prediction_id = t.prediction_id;
+  o.predicted_seconds = t.predicted_seconds;
+  o.limit_minutes = t.limit_minutes;
+  o.actual_seconds = end ? end->runtime_seconds : -1;
+  o.state = end ? end->state : "UNKNOWN";
+  if (auto r = store_.record_outcome(o); !r) {
+    log_.line("job " + std::to_string(t.job_id) + ": outcome: store: " + r.error().line());
+    return;
+  }
+  log_.line("job " + std::to_string(t.job_id) + ": outcome: predicted " +
+            std::to_string(t.predicted_seconds) + " s, limit " + std::to_string(t.limit_minutes) +
+            " min, actual " + std::to_string(o.actual_seconds) + " s, " + o.state);
+}
+
+Result<bool> Worker::step_compress(const Ticket& t, const TraceChoice& trace) {
+  const RunResult r = run_as_user(t, {conf_.pskel, "compress", trace.dir, "--json"},
+                                  static_cast<int>(conf_.step_timeout));
+  if (!r.started || r.timed_out || r.exit_code != 0) return Error{"", "compress: " + r.failure()};
+  auto j = parse_json(r.out, "compress");
+  if (!j) return j.error();
+  log_.line("job " + std::to_string(t.job_id) + ": compress: ok: " +
+            one_line(j.value().value("merged_events", nlohmann::json()).dump()) + " merged events, " +
+            one_line(j.value().value("compressed_length", nlohmann::json()).dump()) + " after compression");
+  return true;
+}
+
+Result<Worker::SkeletonOut> Worker::step_skeleton(const Ticket& t, const TraceChoice& trace,
+                                                  double scale) {
+  if (!available(t, "skeleton")) return Error{"", "skeleton: not available"};
+  // OUT is created by root inside the verified job directory, owned by the user.
+  auto out = ensure_owned_dir(trace.job_dir.get(), trace.job_path, "skeleton", t.uid, t.gid);
+  if (!out) return Error{"", "skeleton: " + out.error().line()};
+  const std::string out_path = trace.job_path + "/skeleton";
+  char scale_text[32];
+  std::snprintf(scale_text, sizeof scale_text, "%g", scale);
+  const RunResult r =
+      run_as_user(t, {conf_.pskel, "skeleton", trace.dir, "-o", out_path, "--scale", scale_text, "--json"},
+                  static_cast<int>(conf_.step_timeout));
+  if (!r.started || r.timed_out || r.exit_code != 0) return Error{"", "skeleton: " + r.failure()};
+  auto j = parse_json(r.out, "skeleton");
+  if (!j) return j.error();
+  auto k = number(j.value(), "scale", "skeleton");
+  if (!k) return k.error();
+  if (!j.value().contains("binary") || !j.value()["binary"].is_string())
+    return Error{"", "skeleton: JSON has no binary"};
+  return SkeletonOut{out_path, j.value()["binary"].get<std::string>(), k.value()};
+}
+
+Result<Worker::Calibration> Worker::step_calibrate(const Ticket& t, const TraceChoice& trace,
+                                                   const SkeletonOut& skeleton,
+                                                   const std::string& partition) {
+  const std::string what = "calibrate " + partition;
+  if (!available(t, "predict")) return Error{"", what + ": predict not available"};
+  std::string launcher = trace.mpi == "openmpi" ? conf_.launcher_openmpi : conf_.launcher_mpich;
+  for (size_t at; (at = launcher.find("{ntasks}")) != std::string::npos;)
+    launcher.replace(at, 8, std::to_string(trace.ranks));
+  const std::string result_name = "calibrate." + partition + ".json";
+  const std::string command = "exec " + shell_quote(conf_.pskel) + " predict " +
+                              shell_quote(skeleton.dir) + " --launcher " + shell_quote(launcher) +
+                              " --json";
+  const uint32_t ntasks = std::max<uint32_t>(t.ntasks, static_cast<uint32_t>(trace.ranks));
+  const std::vector<std::string> argv = {
+      conf_.sbatch, "--wait", "--parsable", "--quiet",
+      "--job-name=pskel-calibrate." + std::to_string(t.job_id),
+      "--partition=" + partition, "--ntasks=" + std::to_string(ntasks),
+      "--time=" + std::to_string(conf_.calibration_time_limit), "--export=ALL",
+      "--chdir=" + skeleton.dir, "--output=" + skeleton.dir + "/" + result_name,
+      "--error=" + skeleton.dir + "/calibrate." + partition + ".err", "--wrap=" + command};
+  log_.line("job " + std::to_string(t.job_id) + ": " + what + ": sbatch --partition=" + partition +
+            " --ntasks=" + std::to_string(ntasks) + " (" + launcher + ")");
+  const RunResult r = run_as_user(t, argv, static_cast<int>(conf_.calibration_time_limit) * 60 + 600,
+                                  skeleton.dir);
+  if (!r.started || r.timed_out || r.exit_code != 0) return Error{"", what + ": " + r.failure()};
+  auto out_dir = open_owned_dir(trace.job_dir.get(), trace.job_path, "skeleton", t.uid);
+  if (!out_dir) return Error{"", what + ": " + out_dir.error().line()};
+  auto text = read_owned_file(out_dir.value().get(), skeleton.dir, result_name, t.uid, kMaxJsonBytes);
+  if (!text) return Error{"", what + ": " + text.error().line()};
+  auto j = parse_json(text.value(), what);
+  if (!j) return j.error();
+  auto seconds = number(j.value(), "skeleton_seconds", what);
+  auto scale = number(j.value(), "scale", what);
+  auto predicted = number(j.value(), "predicted_seconds", what);
+  if (!seconds) return seconds.error();
+  if (!scale) return scale.error();
+  if (!predicted) return predicted.error();
+  return Calibration{seconds.value(), scale.value(), predicted.value()};
+}
+
+void Worker::refresh_export() {
+  RunOptions o;
+  o.env = child_environment("/", "root");
+  o.timeout_seconds = 60;
+  const RunResult r = run({conf_.scontrol, "show", "partition", "-o"}, o);
+  if (r.exit_code == 0) {
+    const auto partitions = parse_partitions(r.out);
+    if (!partitions.empty())
+      if (auto s = store_.set_partitions(partitions); !s) log_.line("partitions: " + s.error().line());
+  } else {
+    log_.line("partitions: scontrol: " + r.failure() + " (keeping the stored ones)");
+  }
+  if (auto w = store::write_export(store_, conf_.export_file); !w)
+    log_.line("export: " + w.error().line());
+  else
+    log_.line("export: written to " + conf_.export_file);
+}
+
+void Worker::run_pipeline(const Ticket& t, int64_t app_id, const std::optional<JobEnd>& end) {
+  const std::string job = "job " + std::to_string(t.job_id);
+  store::Trace row;
+  row.job_id = t.job_id;
+  row.app_id = app_id;
+  row.uid = t.uid;
+  row.ntasks = t.ntasks;
+  row.partition = t.partition;
+  row.state = "running";
+  row.step = "trace";
+  row.runtime_seconds = end ? end->runtime_seconds : -1;
+  if (auto r = store_.put_trace(row); !r) {
+    log_.line(job + ": store: " + r.error().line());
+    return;
+  }
+  log_.line(job + ": trace: looking in " + conf_.spool_dir + "/job." + std::to_string(t.job_id));
+  auto trace = pick_trace(conf_.spool_dir, t.job_id, t.uid, conf_.max_trace_bytes);
+  if (!trace) return fail(t, "trace", trace.error().line());
+  row.trace_dir = trace.value().dir;
+  (void)store_.put_trace(row);
+  log_.line(job + ": trace: " + trace.value().dir + " (" + std::to_string(trace.value().ranks) +
+            " ranks, " + trace.value().mpi + ", " + std::to_string(trace.value().bytes) + " bytes)");
+
+  (void)store_.set_trace_state(t.job_id, "running", "compress", "");
+  if (auto c = step_compress(t, trace.value()); !c) return fail(t, "compress", c.error().what);
+
+  (void)store_.set_trace_state(t.job_id, "running", "skeleton", "");
+  const double scale = choose_scale(row.runtime_seconds, conf_.target_skeleton_seconds);
+  auto skeleton = step_skeleton(t, trace.value(), scale);
+  if (!skeleton) return fail(t, "skeleton", skeleton.error().what);
+  log_.line(job + ": skeleton: " + skeleton.value().binary + " (K = " +
+            std::to_string(skeleton.value().scale) + ")");
+
+  std::vector<std::string> partitions = conf_.calibrate_partitions;
+  if (partitions.empty()) partitions.push_back(t.partition);
+  std::vector<store::Prediction> predictions;
+  for (const std::string& partition : partitions) {
+    (void)store_.set_trace_state(t.job_id, "running", "calibrate " + partition, "");
+    auto c = step_calibrate(t, trace.value(), skeleton.value(), partition);
+    if (!c) return fail(t, "calibrate " + partition, c.error().what);
+    log_.line(job + ": calibrate " + partition + ": skeleton " +
+              std::to_string(c.value().skeleton_seconds) + " s x " +
+              std::to_string(c.value().scale) + " = " +
+              std::to_string(c.value().predicted_seconds) + " s predicted");
+    store::Prediction p;
+    p.app_id = app_id;
+    p.uid = t.uid;
+    p.ntasks = t.ntasks;
+    p.partition = partition;
+    p.skeleton_seconds = c.value().skeleton_seconds;
+    p.scale = c.value().scale;
+    p.predicted_seconds = c.value().predicted_seconds;
+    predictions.push_back(p);
+  }
+  store::Skeleton sk;
+  sk.job_id = t.job_id;
+  sk.dir = skeleton.value().dir;
+  sk.binary = skeleton.value().binary;
+  sk.scale = skeleton.value().scale;
+  auto ids = store_.add_predictions(t.job_id, sk, predictions);
+  if (!ids) return fail(t, "store", ids.error().line());
+  log_.line(job + ": done: " + std::to_string(ids.value().size()) + " prediction(s) stored");
+  refresh_export();
+}
+
+void Worker::handle(const Ticket& t) {
+  const std::string job = "job " + std::to_string(t.job_id);
+  log_.line(job + ": start (user " + t.user + ", app " + t.app_key + ", " + std::to_string(t.ntasks) +
+            " tasks, partition " + t.partition + (t.traced ? ", traced" : "") +
+            (t.limited ? ", limit set by pskel" : "") + ")");
+  const std::optional<JobEnd> end = job_end(t.job_id);
+  if (t.limited) record_outcome(t, end);
+  if (!t.traced) return;
+  const std::string key = t.app_key.empty() ? "unnamed" : t.app_key;
+  auto app = store_.ensure_application(t.uid, t.user, key);
+  if (!app) {
+    log_.line(job + ": store: " + app.error().line());
+    return;
+  }
+  if (t.attempts > kMaxAttempts) {
+    store::Trace row;
+    row.job_id = t.job_id;
+    row.app_id = app.value();
+    row.uid = t.uid;
+    row.ntasks = t.ntasks;
+    row.partition = t.partition;
+    row.state = "failed";
+    row.step = "worker";
+    row.message = "gave up after " + std::to_string(kMaxAttempts) + " attempts";
+    (void)store_.put_trace(row);
+    log_.line(job + ": " + row.message);
+    return;
+  }
+  run_pipeline(t, app.value(), end);
+}
+
+// --- the queue ---------------------------------------------------------------------------------
+
+struct Claimed {
+  UniqueFd fd;
+  std::string path;
+  Ticket ticket;
+};
+
+// Claims one queued ticket (flock), counting the attempt in the file; nullopt when none is left.
+std::optional<Claimed> claim(int queue_fd, const std::string& queue_path, const Log& log) {
+  DIR* d = ::fdopendir(::dup(queue_fd));
+  if (!d) return std::nullopt;
+  std::optional<Claimed> claimed;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (!name.ends_with(".job")) continue;
+    UniqueFd fd(::openat(queue_fd, name.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC));
+    if (fd.get() < 0 || ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) continue;
+    struct stat st;
+    if (::fstat(fd.get(), &st) != 0 || st.st_nlink == 0 || st.st_size > 65536) continue;
+    std::string text(static_cast<size_t>(st.st_size), '\0');
+    if (::pread(fd.get(), text.data(), text.size(), 0) != st.st_size) continue;
+    auto ticket = parse_ticket(text, queue_path + "/" + name);
+    if (!ticket) {
+      log.line("queue: " + ticket.error().line() + ": dropped");
+      ::unlinkat(queue_fd, name.c_str(), 0);
+      continue;
+    }
+    ticket.value().attempts += 1;
+    const std::string updated = format_ticket(ticket.value());
+    if (::ftruncate(fd.get(), 0) != 0 ||
+        ::pwrite(fd.get(), updated.data(), updated.size(), 0) != static_cast<ssize_t>(updated.size()))
+      continue;
+    ::fsync(fd.get());
+    claimed = Claimed{std::move(fd), queue_path + "/" + name, std::move(ticket).value()};
+    break;
+  }
+  ::closedir(d);
+  return claimed;
+}
+
+void worker_body(void* arg) {
+  work(*static_cast<const config::Config*>(arg));
+}
+
+}  // namespace
+
+void Log::line(const std::string& text) const {
+  char stamp[32];
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  const std::string line =
+      std::string(stamp) + " pskel[" + std::to_string(::getpid()) + "]: " + text + "\n";
+  const int fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
+  if (fd < 0) return;
+  (void)!::write(fd, line.data(), line.size());
+  ::close(fd);
+}
+
+std::vector<std::string> child_environment(const std::string& home, const std::string& user) {
+  std::vector<std::string> env = {
+      "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+      "HOME=" + home, "USER=" + user, "LOGNAME=" + user, "LC_ALL=C"};
+  for (const char* name : {"SLURM_CONF", "PSKEL_CONF"})
+    if (const char* v = std::getenv(name)) env.push_back(std::string(name) + "=" + v);
+  return env;
+}
+
+std::string shell_quote(const std::string& word) {
+  std::string out = "'";
+  for (const char c : word) {
+    if (c == '\'') out += "'\\''";
+    else out += c;
+  }
+  return out + "'";
+}
+
+double choose_scale(double runtime_seconds, double target_seconds) {
+  if (!(runtime_seconds > 0) || !(target_seconds > 0)) return 1;
+  return std::max(1.0, std::round(runtime_seconds / target_seconds));
+}
+
+EpilogResult epilog(const config::Config& conf, const Env& env, bool detach) {
+  EpilogResult result;
+  auto ticket = ticket_from_env(env);
+  const Log log(conf.log_file);
+  if (!ticket) {
+    result.message = ticket.error().line();
+    log.line("epilog: " + result.message);
+    return result;
+  }
+  if (!ticket.value()) {
+    result.message = "not a pskel job";
+    return result;
+  }
+  const Ticket& t = *ticket.value();
+  auto state = ensure_private_root(conf.state_dir, ::geteuid());
+  if (!state) {
+    result.message = "state dir: " + state.error().line();
+    return result;
+  }
+  if (::mkdirat(state.value().get(), kQueueDir, 0700) != 0 && errno != EEXIST) {
+    result.message = "queue: " + std::string(std::strerror(errno));
+    log.line("epilog: " + result.message);
+    return result;
+  }
+  UniqueFd queue(::openat(state.value().get(), kQueueDir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  const std::string name = std::to_string(t.job_id) + ".job";
+  const std::string tmp = name + ".tmp";
+  const std::string text = format_ticket(t);
+  UniqueFd fd(::openat(queue.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (queue.get() < 0 || fd.get() < 0 ||
+      ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
+      ::fsync(fd.get()) != 0 || ::renameat(queue.get(), tmp.c_str(), queue.get(), name.c_str()) != 0) {
+    result.message = "queue: cannot write " + name + ": " + std::strerror(errno);
+    log.line("epilog: " + result.message);
+    return result;
+  }
+  result.queued = true;
+  result.message = "job " + std::to_string(t.job_id) + " queued";
+  log.line("epilog: " + result.message);
+  if (detach) spawn_detached(worker_body, const_cast<config::Config*>(&conf));
+  return result;
+}
+
+void work(const config::Config& conf) {
+  const Log log(conf.log_file);
+  auto state = ensure_private_root(conf.state_dir, ::geteuid());
+  if (!state) return log.line("worker: state dir: " + state.error().line());
+  const std::string queue_path = conf.state_dir + "/" + kQueueDir;
+  UniqueFd queue(::openat(state.value().get(), kQueueDir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (queue.get() < 0) return log.line("worker: " + queue_path + ": " + std::strerror(errno));
+  auto store = store::Store::open(conf.database);
+  if (!store) return log.line("worker: store: " + store.error().line());
+  Worker worker(conf, store.value(), log);
+  while (auto claimed = claim(queue.get(), queue_path, log)) {
+    try {
+      worker.handle(claimed->ticket);
+    } catch (const std::exception& e) {
+      log.line("job " + std::to_string(claimed->ticket.job_id) + ": worker: " + e.what());
+    }
+    ::unlinkat(queue.get(), claimed->path.substr(queue_path.size() + 1).c_str(), 0);
+  }
+}
+
+}  // namespace pskel::worker

@@ -1,0 +1,58 @@
+// The epilog side of pskel (DESIGN.md: "Epilog: pskel epilog hands the job to a detached
+// worker and returns at once"; "worker: merge -> loop compression -> skeleton -> compile ->
+// calibration").
+//
+// epilog():   reads the epilog environment, writes a ticket into <StateDir>/queue and starts a
+//             detached worker. Milliseconds; never fails (a non-zero epilog drains the node).
+// work():     claims queued tickets one by one (flock) and for each
+//               - records the outcome of a job whose limit pskel set (predicted vs actual), and
+//               - for a traced job: picks its trace safely, then runs the steps below as the
+//                 job's user, each logged and its failure recorded in the store:
+//                   compress   `pskel compress DIR --json`
+//                   skeleton   `pskel skeleton DIR -o OUT --scale K --json`
+//                   calibrate  per partition: `sbatch --wait ... pskel predict OUT --json`
+//                 and stores skeleton + predictions in one transaction, then rewrites the
+//                 export atomically. A worker killed at any point leaves no half-written
+//                 prediction; its ticket is retried by the next worker (at most 3 attempts).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "worker/ticket.h"
+
+namespace pskel::worker {
+
+// Appends "<UTC time> pskel[<pid>]: <text>" lines to the log file (O_APPEND, one write each).
+class Log {
+ public:
+  explicit Log(std::string path) : path_(std::move(path)) {}
+  void line(const std::string& text) const;
+
+ private:
+  std::string path_;
+};
+
+struct EpilogResult {
+  bool queued = false;
+  std::string message;  // what happened, for the log
+};
+
+// REQUIRES: running as root (or as the owner of StateDir). `env` is the epilog's environment.
+EpilogResult epilog(const config::Config& conf, const Env& env, bool detach = true);
+
+// Processes every queued ticket, then returns.
+void work(const config::Config& conf);
+
+// The environment of the worker's child processes: a fixed PATH plus SLURM_CONF and
+// PSKEL_CONF if the worker has them.
+std::vector<std::string> child_environment(const std::string& home, const std::string& user);
+
+// Quotes a word for /bin/sh (single quotes).
+std::string shell_quote(const std::string& word);
+
+// The number of times the skeleton must be shorter than the job: runtime / target, at least 1.
+double choose_scale(double runtime_seconds, double target_seconds);
+
+}  // namespace pskel::worker

@@ -1,0 +1,159 @@
+#include "cache.h"
+
+#include <sys/stat.h>
+
+#include <charconv>
+#include <chrono>
+
+namespace pskel::jobsubmit {
+namespace {
+
+constexpr auto kPollInterval = std::chrono::seconds(2);
+
+void append_u32(std::string& out, uint32_t v) {
+  char buf[16];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, r.ptr);
+}
+
+}  // namespace
+
+void make_key(std::string& out, uint32_t uid, std::string_view app, uint32_t ntasks,
+              std::string_view partition) {
+  out.clear();
+  append_u32(out, uid);
+  out += ' ';
+  append_u32(out, ntasks);
+  out += ' ';
+  out += partition;
+  out += ' ';
+  out += app;
+}
+
+Snapshot::Snapshot(const exportfile::Data& data) {
+  entries_.reserve(data.entries.size());
+  std::string key;
+  for (const exportfile::Entry& e : data.entries) {
+    make_key(key, e.uid, e.app, e.ntasks, e.partition);
+    entries_[key] = Prediction{e.predicted_seconds, e.prediction_id};
+  }
+  for (const exportfile::Partition& p : data.partitions) {
+    partitions_[p.name] = p.max_minutes;
+    if (p.is_default) default_partition_ = p.name;
+  }
+}
+
+const Prediction* Snapshot::find(uint32_t uid, std::string_view app, uint32_t ntasks,
+                                 std::string_view partition) const {
+  std::string key;  // one small allocation; no thread_local in a plugin that may be unloaded
+  key.reserve(32 + app.size() + partition.size());
+  make_key(key, uid, app, ntasks, partition);
+  const auto it = entries_.find(std::string_view(key));
+  return it == entries_.end() ? nullptr : &it->second;
+}
+
+uint32_t Snapshot::partition_max(std::string_view partition) const {
+  const auto it = partitions_.find(partition);
+  return it == partitions_.end() ? exportfile::kUnlimited : it->second;
+}
+
+PredictionCache::PredictionCache(std::string path, Log log)
+    : path_(std::move(path)),
+      log_(std::move(log)),
+      snapshot_(std::make_shared<Snapshot>(exportfile::Data{})) {}
+
+PredictionCache::~PredictionCache() { stop(); }
+
+bool PredictionCache::stat_file(FileId* id) const {
+  struct stat st;
+  if (::stat(path_.c_str(), &st) != 0) return false;
+  id->dev = st.st_dev;
+  id->ino = st.st_ino;
+  id->size = st.st_size;
+  id->mtime_ns = int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
+  return true;
+}
+
+void PredictionCache::start() {
+  reload_if_changed();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (thread_.joinable()) return;
+  stopping_ = false;
+  thread_ = std::thread([this] { loader(); });
+}
+
+void PredictionCache::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void PredictionCache::poll() {
+  FileId id;
+  if (!stat_file(&id)) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (id == seen_) return;
+  seen_ = id;
+  if (!(id == loaded_)) {
+    kick_ = true;
+    wake_.notify_one();
+  }
+}
+
+std::shared_ptr<const Snapshot> PredictionCache::snapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return snapshot_;
+}
+
+void PredictionCache::reload_if_changed() {
+  FileId id;
+  if (!stat_file(&id)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (missing_logged_) return;
+    missing_logged_ = true;
+    if (log_) log_("export: " + path_ + ": not there yet: no predictions");
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    missing_logged_ = false;
+    if (id == loaded_) return;
+  }
+  auto text = exportfile::read_file(path_);
+  Result<exportfile::Data> data = text ? exportfile::parse(text.value(), path_)
+                                       : Result<exportfile::Data>(text.error());
+  // The file may have been replaced while it was read: remember the version seen before
+  // reading; a newer one is loaded on the next round.
+  std::shared_ptr<const Snapshot> fresh;
+  if (data) fresh = std::make_shared<Snapshot>(data.value());
+  std::lock_guard<std::mutex> lock(mu_);
+  loaded_ = id;
+  if (fresh) {
+    snapshot_ = std::move(fresh);
+    if (log_) log_("export: loaded " + std::to_string(snapshot_->size()) + " predictions from " + path_);
+  } else if (log_) {
+    log_("export: " + data.error().line() + ": ignored, keeping " +
+         std::to_string(snapshot_->size()) + " cached predictions");
+  }
+}
+
+void PredictionCache::loader() {
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      wake_.wait_for(lock, kPollInterval, [this] { return stopping_ || kick_; });
+      if (stopping_) return;
+      kick_ = false;
+    }
+    try {
+      reload_if_changed();
+    } catch (const std::exception& e) {
+      if (log_) log_(std::string("export: reload failed: ") + e.what());
+    }
+  }
+}
+
+}  // namespace pskel::jobsubmit

@@ -1,0 +1,222 @@
+// job_submit_pskel.so: inside slurmctld, gives submissions a time limit from pskel's
+// predictions (policy in policy.h, predictions from the in-memory cache in cache.h).
+// job_submit runs under slurmctld's locks and serialises every submission: it only stat()s the
+// export file and looks up a hash map. Jobs pskel knows nothing about are left alone; nothing
+// here ever rejects a job.
+//
+// What it adds to a job's spank_job_env (the epilog sees these as SPANK_<name>):
+//   PSKEL_APP_KEY=<key>      for jobs tagged with --predict: the application key they are
+//                            stored under (export/app_key.h)
+//   PSKEL_LIMITED=<prediction id>:<predicted seconds>:<limit minutes>
+//                            for jobs whose limit pskel set: the epilog records the outcome
+#include <stdint.h>
+
+extern "C" {
+#include <slurm/slurm.h>
+#include <slurm/slurm_errno.h>
+}
+
+#include <charconv>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "cache.h"
+#include "config/config.h"
+#include "export/app_key.h"
+#include "policy.h"
+#include "slurm_alloc.h"
+
+#define PSKEL_EXPORT __attribute__((visibility("default")))
+
+namespace pskel::jobsubmit {
+namespace {
+
+static_assert(kNoVal == NO_VAL && kInfinite == INFINITE, "Slurm's special values changed");
+
+constexpr std::string_view kOptionEnv = "_SLURM_SPANK_OPTION_pskel_predict=";
+constexpr std::string_view kTagEnv = "PSKEL_PREDICT=";
+constexpr std::string_view kAppEnv = "PSKEL_APP=";
+constexpr const char* kAppKeyName = "PSKEL_APP_KEY";
+constexpr const char* kLimitedName = "PSKEL_LIMITED";
+
+struct State {
+  config::Config conf;
+  Limits limits;
+  PredictionCache cache;
+  State(config::Config c, Limits l)
+      : conf(std::move(c)), limits(l), cache(conf.export_file, [](const std::string& line) {
+          slurm_info("pskel: %s", line.c_str());
+        }) {}
+};
+std::unique_ptr<State> g_state;
+
+std::string seconds_text(double s) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, s, std::chars_format::fixed, 1);
+  return std::string(buf, r.ptr);
+}
+
+// Sets NAME=value in the job's spank_job_env (replacing an entry of that name, which a user
+// could have sent), growing the array with Slurm's allocator.
+void set_job_env(job_desc_msg_t* job, const char* name, const std::string& value) {
+  const std::string entry = std::string(name) + "=" + value;
+  const size_t prefix = std::strlen(name) + 1;
+  for (uint32_t i = 0; i < job->spank_job_env_size; ++i) {
+    char*& e = job->spank_job_env[i];
+    if (e && std::strncmp(e, entry.c_str(), prefix) == 0) {
+      slurm_xfree(reinterpret_cast<void**>(&e));
+      e = slurm_xstrdup(entry.c_str());
+      return;
+    }
+  }
+  const uint32_t n = job->spank_job_env_size;
+  // n + 2: the new entry and the NULL terminator unpackstr_array-style arrays carry.
+  slurm_xrecalloc(reinterpret_cast<void**>(&job->spank_job_env), n + 2, sizeof(char*), true,
+                  false, __FILE__, __LINE__, __func__);
+  job->spank_job_env[n] = slurm_xstrdup(entry.c_str());
+  job->spank_job_env[n + 1] = nullptr;
+  job->spank_job_env_size = n + 1;
+}
+
+// Appends `text` to an xmalloc'd string field (admin_comment, err_msg).
+void append_text(char** field, const std::string& text, const char* separator) {
+  std::string joined = *field && **field ? std::string(*field) + separator + text : text;
+  if (*field) slurm_xfree(reinterpret_cast<void**>(field));
+  *field = slurm_xstrdup(joined.c_str());
+}
+
+struct Tag {
+  bool tagged = false;
+  std::string_view name;
+};
+
+Tag read_tag(const job_desc_msg_t* job) {
+  Tag tag;
+  for (uint32_t i = 0; i < job->spank_job_env_size && job->spank_job_env; ++i) {
+    const char* e = job->spank_job_env[i];
+    if (!e) break;
+    const std::string_view entry(e);
+    if (entry.starts_with(kOptionEnv)) {
+      tag.tagged = true;
+      if (tag.name.empty()) tag.name = entry.substr(kOptionEnv.size());
+    } else if (entry.starts_with(kTagEnv)) {
+      tag.tagged = true;
+    } else if (entry.starts_with(kAppEnv)) {
+      tag.name = entry.substr(kAppEnv.size());
+    }
+  }
+  return tag;
+}
+
+std::string first_partition(const char* partition) {
+  if (!partition) return "";
+  const std::string_view p(partition);
+  return std::string(p.substr(0, p.find(',')));
+}
+
+int submit(job_desc_msg_t* job, char** err_msg) {
+  State& st = *g_state;
+  const Tag tag = read_tag(job);
+  const std::string app = exportfile::app_key(tag.name, job->script, job->name);
+  if (app.empty()) return SLURM_SUCCESS;
+  if (tag.tagged) set_job_env(job, kAppKeyName, app);
+  if (st.conf.policy == config::Policy::Off) return SLURM_SUCCESS;
+
+  st.cache.poll();
+  const std::shared_ptr<const Snapshot> snap = st.cache.snapshot();
+  std::string partition = first_partition(job->partition);
+  if (partition.empty()) partition = snap->default_partition();
+  if (partition.empty()) return SLURM_SUCCESS;
+  const uint32_t ntasks = job->num_tasks == NO_VAL || job->num_tasks == 0 ? 1 : job->num_tasks;
+  const Prediction* pred = snap->find(job->user_id, app, ntasks, partition);
+  if (!pred) return SLURM_SUCCESS;
+
+  const Decision d = decide(st.conf.policy, pred->predicted_seconds, st.limits, job->time_limit,
+                            snap->partition_max(partition));
+  if (!d.change) {
+    slurm_debug("pskel: uid %u app %s: %s", job->user_id, app.c_str(), d.why.c_str());
+    return SLURM_SUCCESS;
+  }
+  job->time_limit = d.limit;
+  const std::string predicted = seconds_text(pred->predicted_seconds);
+  set_job_env(job, kLimitedName,
+              std::to_string(pred->prediction_id) + ":" + predicted + ":" + std::to_string(d.limit));
+  const std::string comment = "pskel: time limit " + std::to_string(d.limit) + " min from prediction #" +
+                              std::to_string(pred->prediction_id) + " (" + predicted + "s for " +
+                              app + ", " + std::to_string(ntasks) + " tasks, partition " +
+                              partition + "; policy " + config::policy_name(st.conf.policy) +
+                              ": " + d.why + ")";
+  append_text(&job->admin_comment, comment, "; ");
+  append_text(err_msg,
+              "pskel: time limit set to " + std::to_string(d.limit) +
+                  " min from the prediction for " + app + " (" + predicted + " s)",
+              "\n");
+  slurm_info("%s, uid %u", comment.c_str(), job->user_id);
+  return SLURM_SUCCESS;
+}
+
+template <class F>
+int guarded(const char* what, F f) {
+  try {
+    return f();
+  } catch (const std::exception& e) {
+    slurm_error("pskel: %s: %s", what, e.what());
+  } catch (...) {
+    slurm_error("pskel: %s: unknown exception", what);
+  }
+  return SLURM_SUCCESS;
+}
+
+}  // namespace
+}  // namespace pskel::jobsubmit
+
+extern "C" {
+
+PSKEL_EXPORT extern const char plugin_name[] = "pskel time limits from skeleton predictions";
+PSKEL_EXPORT extern const char plugin_type[] = "job_submit/pskel";
+PSKEL_EXPORT extern const uint32_t plugin_version = SLURM_VERSION_NUMBER;  // must match exactly
+
+PSKEL_EXPORT int init(void) {
+  using namespace pskel;
+  return jobsubmit::guarded("init", [] {
+    const std::string path = config::default_config_path();
+    auto conf = config::load_config(path);
+    if (!conf) {
+      slurm_error("pskel: config: %s: time limits are left alone", conf.error().line().c_str());
+      return SLURM_SUCCESS;
+    }
+    jobsubmit::Limits limits{conf.value().margin, conf.value().pad_seconds, conf.value().cap_factor};
+    if (jobsubmit::g_state) jobsubmit::g_state->cache.stop();
+    jobsubmit::g_state = std::make_unique<jobsubmit::State>(std::move(conf).value(), limits);
+    jobsubmit::g_state->cache.start();
+    slurm_info("pskel: policy %s, margin %g, pad %us, export %s",
+               config::policy_name(jobsubmit::g_state->conf.policy), limits.margin,
+               limits.pad_seconds, jobsubmit::g_state->conf.export_file.c_str());
+    return SLURM_SUCCESS;
+  });
+}
+
+PSKEL_EXPORT int fini(void) {
+  return pskel::jobsubmit::guarded("fini", [] {
+    pskel::jobsubmit::g_state.reset();  // stops and joins the loader thread
+    return SLURM_SUCCESS;
+  });
+}
+
+PSKEL_EXPORT int job_submit(job_desc_msg_t* job_desc, uint32_t, char** err_msg) {
+  return pskel::jobsubmit::guarded("job_submit", [&] {
+    if (!pskel::jobsubmit::g_state || !job_desc) return SLURM_SUCCESS;
+    return pskel::jobsubmit::submit(job_desc, err_msg);
+  });
+}
+
+// Required by slurmctld (a job_submit plugin without it is fatal). Changes of running or
+// pending jobs (scontrol update) are the administrator's: left alone.
+PSKEL_EXPORT int job_modify(job_desc_msg_t*, void* /*job_record_t*/, uint32_t, char**) {
+  return SLURM_SUCCESS;
+}
+
+}  // extern "C"

@@ -1,0 +1,37 @@
+// What job_submit_pskel.so does to a job's time limit, as a pure function of the prediction,
+// the configuration and the request. Free of Slurm headers; unit-tested.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "config/config.h"
+
+namespace pskel::jobsubmit {
+
+// Slurm's NO_VAL and INFINITE (slurm.h), repeated to keep this file free of Slurm headers;
+// jobsubmit_test.cpp checks them against slurm.h.
+inline constexpr uint32_t kNoVal = 0xfffffffe;
+inline constexpr uint32_t kInfinite = 0xffffffff;
+
+struct Limits {
+  double margin = 0.2;        // fraction added to the prediction
+  uint32_t pad_seconds = 60;  // added after the margin
+  double cap_factor = 2.0;    // policy cap: a user's limit above prediction x this is lowered
+};
+
+// ceil((predicted x (1 + margin) + pad) / 60) minutes, at least 1, at most partition_max
+// (kInfinite or kNoVal: no maximum).
+uint32_t limit_minutes(double predicted_seconds, const Limits& limits, uint32_t partition_max);
+
+struct Decision {
+  bool change = false;         // set time_limit to limit
+  uint32_t limit = 0;          // minutes
+  std::string why;             // for admin_comment and the log: what was decided and why
+};
+
+// `user_limit` is the job's time_limit as submitted (minutes, kNoVal when not given).
+Decision decide(config::Policy policy, double predicted_seconds, const Limits& limits,
+                uint32_t user_limit, uint32_t partition_max);
+
+}  // namespace pskel::jobsubmit

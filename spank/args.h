@@ -1,0 +1,48 @@
+// spank_pskel.so's plugstack.conf arguments and the pure helpers of its remote context.
+// Everything here is free of Slurm headers so that the unit tests drive it directly.
+//
+//   required /usr/lib/x86_64-linux-gnu/slurm-wlm/spank_pskel.so [key=value ...]
+//
+// keys: conf=PATH (pskel.conf to read; default the installed one), spool_dir=PATH,
+//       tracer_mpich=PATH, tracer_openmpi=PATH, mpi=auto|mpich|openmpi.
+// Values given here override pskel.conf (SpoolDir, TracerMpich, TracerOpenmpi, Mpi).
+// Thread safety: all functions are reentrant.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/config.h"
+#include "util/result.h"
+
+namespace pskel::spank {
+
+struct PlugstackArgs {
+  std::string conf;  // "" = config::default_config_path()
+  std::optional<std::string> spool_dir, tracer_mpich, tracer_openmpi, mpi;
+};
+
+// Strict: every argument is key=value with a known key, given once, with a valid value;
+// otherwise an Error naming the argument.
+Result<PlugstackArgs> parse_plugstack_args(const std::vector<std::string>& args);
+
+// The plugstack overrides applied over a parsed pskel.conf.
+config::Config apply_overrides(config::Config conf, const PlugstackArgs& args);
+
+// LD_PRELOAD with `tracer` first and every other pskel tracer (any libpskel-trace-*.so)
+// removed, the remaining entries kept in order. Entries are separated by ':' or blanks.
+std::string with_tracer(std::string_view ld_preload, const std::string& tracer);
+
+// The first pskel tracer named in LD_PRELOAD, or "" (a step launched from a traced batch
+// script inherits the batch step's choice).
+std::string inherited_tracer(std::string_view ld_preload);
+
+// Names inside the spool directory: "job.<id>" per job, "step.<id>" per step inside it
+// ("step.batch" for the batch script, "step.extern", "step.interactive").
+std::string job_dir_name(uint32_t job_id);
+std::string step_dir_name(uint32_t step_id);
+
+}  // namespace pskel::spank

@@ -1,0 +1,301 @@
+// job_submit_pskel.so in-process, as slurmctld calls it: the plugin is dlopen()ed into a
+// program linked against Slurm's libslurmfull (which provides the allocator it uses), fed
+// synthetic job_desc_msg_t built with slurm_init_job_desc_msg.
+//
+//   job_submit_bench [--check] [--entries N] [--calls N] PLUGIN.so
+//
+// --check: assertions on what the plugin does to jobs (a test, registered in test/meson.build).
+// Otherwise: the latency benchmark (DESIGN.md: <= 50 us per submission with 100,000 cached
+// entries), printing microseconds per call for a job with a prediction and one without.
+#include <dlfcn.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+extern "C" {
+#include <slurm/slurm.h>
+#include <slurm/slurm_errno.h>
+}
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "export/app_key.h"
+#include "export/export.h"
+
+extern "C" {
+char* slurm_xstrdup(const char* str);
+void slurm_xfree(void** item);
+void* slurm_xcalloc(size_t count, size_t size, bool clear, bool try_, const char* file, int line,
+                    const char* func);
+}
+
+namespace {
+
+using SubmitFn = int (*)(job_desc_msg_t*, uint32_t, char**);
+using ModifyFn = int (*)(job_desc_msg_t*, void*, uint32_t, char**);
+using InitFn = int (*)();
+
+struct Plugin {
+  InitFn init, fini;
+  SubmitFn submit;
+  ModifyFn modify;
+  const uint32_t* version;
+  const char* type;
+};
+
+int failures = 0;
+#define EXPECT(cond)                                                   \
+  do {                                                                 \
+    if (!(cond)) {                                                     \
+      std::fprintf(stderr, "FAILED line %d: %s\n", __LINE__, #cond);   \
+      ++failures;                                                      \
+    }                                                                  \
+  } while (0)
+
+Plugin load(const char* path) {
+  void* h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    std::fprintf(stderr, "job_submit_bench: %s\n", dlerror());
+    std::exit(1);
+  }
+  auto sym = [&](const char* name) {
+    void* p = dlsym(h, name);
+    if (!p) {
+      std::fprintf(stderr, "job_submit_bench: %s: no symbol %s\n", path, name);
+      std::exit(1);
+    }
+    return p;
+  };
+  return Plugin{reinterpret_cast<InitFn>(sym("init")), reinterpret_cast<InitFn>(sym("fini")),
+                reinterpret_cast<SubmitFn>(sym("job_submit")),
+                reinterpret_cast<ModifyFn>(sym("job_modify")),
+                static_cast<const uint32_t*>(sym("plugin_version")),
+                static_cast<const char*>(sym("plugin_type"))};
+}
+
+// A job as sbatch sends it: a script, a partition, a task count, the user.
+struct Job {
+  job_desc_msg_t desc;
+  char* err_msg = nullptr;
+  explicit Job(const std::string& script, uint32_t uid, uint32_t ntasks, const char* partition,
+               std::vector<std::string> spank_env = {}) {
+    slurm_init_job_desc_msg(&desc);
+    desc.script = slurm_xstrdup(script.c_str());
+    desc.user_id = uid;
+    desc.num_tasks = ntasks;
+    desc.partition = partition ? slurm_xstrdup(partition) : nullptr;
+    desc.name = slurm_xstrdup("job.sh");
+    if (!spank_env.empty()) {
+      // The plugin grows this array with Slurm's allocator: it must come from there too.
+      desc.spank_job_env = static_cast<char**>(slurm_xcalloc(spank_env.size() + 1, sizeof(char*),
+                                                             true, false, __FILE__, __LINE__, __func__));
+      for (size_t i = 0; i < spank_env.size(); ++i)
+        desc.spank_job_env[i] = slurm_xstrdup(spank_env[i].c_str());
+      desc.spank_job_env_size = static_cast<uint32_t>(spank_env.size());
+    }
+  }
+  ~Job() {
+    slurm_xfree(reinterpret_cast<void**>(&desc.script));
+    slurm_xfree(reinterpret_cast<void**>(&desc.partition));
+    slurm_xfree(reinterpret_cast<void**>(&desc.name));
+    slurm_xfree(reinterpret_cast<void**>(&desc.admin_comment));
+    slurm_xfree(reinterpret_cast<void**>(&err_msg));
+    for (uint32_t i = 0; i < desc.spank_job_env_size; ++i)
+      slurm_xfree(reinterpret_cast<void**>(&desc.spank_job_env[i]));
+    slurm_xfree(reinterpret_cast<void**>(&desc.spank_job_env));
+  }
+  Job(const Job&) = delete;
+  Job& operator=(const Job&) = delete;
+  std::string env(const char* name) const {
+    const std::string prefix = std::string(name) + "=";
+    for (uint32_t i = 0; i < desc.spank_job_env_size; ++i)
+      if (desc.spank_job_env[i] && std::strncmp(desc.spank_job_env[i], prefix.c_str(), prefix.size()) == 0)
+        return desc.spank_job_env[i] + prefix.size();
+    return "";
+  }
+};
+
+std::string script_of(int i) {
+  std::string s = "#!/bin/bash\n#SBATCH --ntasks=4\n";
+  while (s.size() < 2048) s += "srun --mpi=pmi2 ./application-" + std::to_string(i) + " -i 100\n";
+  return s;
+}
+
+std::string setup(const std::string& dir, size_t entries, const char* policy) {
+  ::mkdir(dir.c_str(), 0700);
+  const std::string conf = dir + "/pskel.conf";
+  std::ofstream(conf) << "StateDir=" << dir << "\nPolicy=" << policy << "\nMargin=0.2\nPad=60\n";
+  pskel::exportfile::Data data;
+  data.partitions = {{"batch", 1440, true}, {"short", 5, false}};
+  for (size_t i = 0; i < entries; ++i) {
+    const std::string key = pskel::exportfile::app_key("", script_of(static_cast<int>(i)).c_str(), nullptr);
+    data.entries.push_back({static_cast<uint32_t>(1000 + i % 100), 4, "batch", key,
+                            100.0 + static_cast<double>(i % 1000), static_cast<int64_t>(i + 1)});
+  }
+  data.entries.push_back({1000, 4, "short", pskel::exportfile::app_key("", script_of(0).c_str(), nullptr),
+                          3600, 999999});
+  data.entries.push_back({1000, 1, "batch", "named", 30, 888888});
+  if (!pskel::exportfile::write_atomic(dir + "/predictions.export", data).ok()) std::exit(1);
+  ::setenv("PSKEL_CONF", conf.c_str(), 1);
+  return conf;
+}
+
+int check(const Plugin& p, const std::string& dir) {
+  EXPECT(*p.version == SLURM_VERSION_NUMBER);
+  EXPECT(std::strcmp(p.type, "job_submit/pskel") == 0);
+  setup(dir, 100, "unset-only");
+  EXPECT(p.init() == SLURM_SUCCESS);
+  {  // a prediction (100 s), no --time: limit = ceil((100 x 1.2 + 60) / 60) = 3 minutes
+    Job j(script_of(0), 1000, 4, "batch");
+    EXPECT(p.submit(&j.desc, 1000, &j.err_msg) == SLURM_SUCCESS);
+    EXPECT(j.desc.time_limit == 3);
+    EXPECT(j.desc.admin_comment && std::strstr(j.desc.admin_comment, "pskel: time limit 3 min"));
+    EXPECT(j.err_msg && std::strstr(j.err_msg, "time limit set to 3 min"));
+    EXPECT(j.env("PSKEL_LIMITED") == "1:100.0:3");
+    EXPECT(j.env("PSKEL_APP_KEY").empty());  // not tagged
+  }
+  {  // the user's own --time is kept under unset-only, and nothing else is touched
+    Job j(script_of(0), 1000, 4, "batch");
+    j.desc.time_limit = 600;
+    EXPECT(p.submit(&j.desc, 1000, &j.err_msg) == SLURM_SUCCESS);
+    EXPECT(j.desc.time_limit == 600);
+    EXPECT(j.desc.admin_comment == nullptr);
+    EXPECT(j.err_msg == nullptr);
+    EXPECT(j.desc.spank_job_env_size == 0);
+  }
+  {  // unknown script, other user, other task count: untouched
+    for (auto [uid, ntasks, script] : {std::tuple{1000u, 4u, std::string("#!/bin/sh\nnew\n")},
+                                       std::tuple{1001u, 4u, script_of(0)},
+                                       std::tuple{1000u, 8u, script_of(0)}}) {
+      Job j(script, uid, ntasks, "batch");
+      EXPECT(p.submit(&j.desc, uid, &j.err_msg) == SLURM_SUCCESS);
+      EXPECT(j.desc.time_limit == NO_VAL);
+      EXPECT(j.desc.admin_comment == nullptr);
+    }
+  }
+  {  // no partition: the default one; the partition's MaxTime bounds the limit
+    Job j(script_of(0), 1000, 4, nullptr);
+    EXPECT(p.submit(&j.desc, 1000, &j.err_msg) == SLURM_SUCCESS);
+    EXPECT(j.desc.time_limit == 3);
+    Job s(script_of(0), 1000, 4, "short");
+    EXPECT(p.submit(&s.desc, 1000, &s.err_msg) == SLURM_SUCCESS);
+    EXPECT(s.desc.time_limit == 5);
+  }
+  {  // --predict=named: keyed by the name, tagged with its key; the array grows by one
+    Job j("#!/bin/sh\n", 1000, 1, "batch", {"_SLURM_SPANK_OPTION_pskel_predict=named", "PSKEL_PREDICT=1"});
+    EXPECT(p.submit(&j.desc, 1000, &j.err_msg) == SLURM_SUCCESS);
+    EXPECT(j.env("PSKEL_APP_KEY") == "named");
+    EXPECT(j.desc.time_limit == 2);
+    EXPECT(j.desc.spank_job_env_size == 4);
+    EXPECT(j.desc.spank_job_env[4] == nullptr);
+  }
+  {  // a bare --predict arrives as "(null)": the script is the key; a forged key is replaced
+    Job j(script_of(3), 1003, 4, "batch",
+          {"_SLURM_SPANK_OPTION_pskel_predict=(null)", "PSKEL_APP_KEY=forged"});
+    EXPECT(p.submit(&j.desc, 1003, &j.err_msg) == SLURM_SUCCESS);
+    EXPECT(j.env("PSKEL_APP_KEY") == pskel::exportfile::app_key("", script_of(3).c_str(), nullptr));
+    EXPECT(j.desc.spank_job_env_size == 3);
+  }
+  {  // job_modify leaves everything alone
+    Job j(script_of(0), 1000, 4, "batch");
+    EXPECT(p.modify(&j.desc, nullptr, 1000, &j.err_msg) == SLURM_SUCCESS);
+    EXPECT(j.desc.time_limit == NO_VAL);
+  }
+  {  // a corrupt export is ignored: the cached predictions stay in use
+    std::ofstream(dir + "/predictions.export.new") << "pskel-export 1\nE 1000 4 batch 1 1 x\n";
+    ::rename((dir + "/predictions.export.new").c_str(), (dir + "/predictions.export").c_str());
+    for (int i = 0; i < 5; ++i) {
+      Job j(script_of(0), 1000, 4, "batch");
+      EXPECT(p.submit(&j.desc, 1000, &j.err_msg) == SLURM_SUCCESS);
+      EXPECT(j.desc.time_limit == 3);
+      ::usleep(100000);
+    }
+  }
+  EXPECT(p.fini() == SLURM_SUCCESS);
+  setup(dir, 10, "off");
+  EXPECT(p.init() == SLURM_SUCCESS);
+  {
+    Job j(script_of(0), 1000, 4, "batch");
+    EXPECT(p.submit(&j.desc, 1000, &j.err_msg) == SLURM_SUCCESS);
+    EXPECT(j.desc.time_limit == NO_VAL);
+  }
+  EXPECT(p.fini() == SLURM_SUCCESS);
+  setup(dir, 10, "cap");
+  EXPECT(p.init() == SLURM_SUCCESS);
+  {
+    Job j(script_of(0), 1000, 4, "batch");
+    j.desc.time_limit = 600;
+    EXPECT(p.submit(&j.desc, 1000, &j.err_msg) == SLURM_SUCCESS);
+    EXPECT(j.desc.time_limit == 3);
+  }
+  EXPECT(p.fini() == SLURM_SUCCESS);
+  std::printf("job_submit plugin checks: %s (%d failed)\n", failures ? "FAILED" : "ok", failures);
+  return failures ? 1 : 0;
+}
+
+double time_calls(const Plugin& p, const std::string& script, uint32_t uid, int calls) {
+  Job j(script, uid, 4, "batch");
+  double total_us = 0;
+  for (int i = 0; i < calls; ++i) {
+    j.desc.time_limit = NO_VAL;
+    const auto t0 = std::chrono::steady_clock::now();
+    p.submit(&j.desc, uid, &j.err_msg);
+    const auto t1 = std::chrono::steady_clock::now();
+    total_us += std::chrono::duration<double, std::micro>(t1 - t0).count();
+    // What slurmctld would free afterwards.
+    slurm_xfree(reinterpret_cast<void**>(&j.desc.admin_comment));
+    slurm_xfree(reinterpret_cast<void**>(&j.err_msg));
+  }
+  return total_us / calls;
+}
+
+int bench(const Plugin& p, const std::string& dir, size_t entries, int calls) {
+  setup(dir, entries, "unset-only");
+  const auto t0 = std::chrono::steady_clock::now();
+  p.init();
+  const double load_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const double hit = time_calls(p, script_of(static_cast<int>(entries / 2)),
+                                static_cast<uint32_t>(1000 + (entries / 2) % 100), calls);
+  const double miss = time_calls(p, "#!/bin/sh\nunknown\n", 4242, calls);
+  p.fini();
+  std::printf("job_submit latency, %zu cached predictions, %d calls each (target <= 50 us)\n",
+              entries, calls);
+  std::printf("  %-44s %8.2f us/call\n", "job with a prediction (2 KiB script)", hit);
+  std::printf("  %-44s %8.2f us/call\n", "job without one", miss);
+  std::printf("  %-44s %8.1f ms (loader thread, not on the submit path)\n", "initial load of the export", load_ms);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool do_check = false;
+  size_t entries = 100000;
+  int calls = 100000;
+  const char* plugin = nullptr;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--check") do_check = true;
+    else if (a == "--entries" && i + 1 < argc) entries = std::strtoul(argv[++i], nullptr, 10);
+    else if (a == "--calls" && i + 1 < argc) calls = std::atoi(argv[++i]);
+    else plugin = argv[i];
+  }
+  if (!plugin || calls <= 0) {
+    std::fprintf(stderr, "usage: job_submit_bench [--check] [--entries N] [--calls N] PLUGIN.so\n");
+    return 2;
+  }
+  const std::string dir = "/tmp/pskel-job-submit-bench." + std::to_string(::getpid());
+  const Plugin p = load(plugin);
+  const int rc = do_check ? check(p, dir) : bench(p, dir, entries, calls);
+  std::system(("rm -rf '" + dir + "'").c_str());
+  return rc;
+}

@@ -1,0 +1,301 @@
+#!/usr/bin/env python3
+"""`pskel skeleton` and `pskel predict` on real traces, checked with pskel itself.
+
+For every C test program under MPICH and Open MPI (2 ranks): trace it, build its skeleton with
+--scale 1 and with --scale K, run both to completion, trace each skeleton with `pskel run`, and
+compare: the skeleton's main loop runs the original's iterations (K = 1) or 1/K of them (K > 1),
+and every rank makes the same calls to the same peers with the same sizes (function families,
+so that a Send the planner made non-blocking still counts as a send). Fortran programs: their
+skeletons build and complete. eager_ring (test/skeleton/eager_ring.c), a ring of blocking sends
+that works only with eager buffering, gets a skeleton that completes with rendezvous forced for
+every message size. A trace of a job that was killed, and a missing MPI compiler, give one-line
+errors (exit 1), never a hang."""
+import json
+import os
+import pathlib
+import shutil
+import signal
+import struct
+import subprocess
+import tempfile
+import time
+import unittest
+
+from testlib import APPS, BUILD, PSKEL, launcher, mpi_env, run
+
+ITERATIONS = 100
+K = 10
+EAGER_RING = {f: BUILD / "test" / f"eager_ring.{f}" for f in ("mpich", "openmpi")}
+# Rendezvous for every message size (checked by test_the_original_needs_eager_buffering).
+RENDEZVOUS = {
+    "mpich": {"UCX_RNDV_THRESH": "0"},
+    "openmpi": {"OMPI_MCA_btl_vader_eager_limit": "256"},
+}
+
+# ---- reading traces ------------------------------------------------------------------------
+
+RECORD = struct.Struct("<HHBBHiiiiiIqqIIqqq")
+SENDS = {10: "send", 11: "send", 12: "send", 13: "send", 14: "send", 15: "send", 30: "send"}
+RECVS = {16: "recv", 17: "recv", 31: "recv"}
+COLLECTIVE_NAMES = {60: "barrier", 61: "bcast", 62: "reduce", 63: "allreduce", 64: "alltoall",
+                    65: "alltoallv", 66: "allgather", 67: "allgatherv", 68: "gather",
+                    69: "gatherv", 70: "scatter", 71: "scatterv", 72: "reduce_scatter",
+                    73: "reduce_scatter_block", 74: "scan", 75: "exscan", 80: "barrier",
+                    81: "bcast", 82: "reduce", 83: "allreduce", 84: "alltoall", 85: "allgather"}
+ANY_SOURCE_FLAG = 8
+
+
+def records(path):
+    data = pathlib.Path(path).read_bytes()
+    at, out = 256, []
+    while at + 16 <= len(data):
+        magic, payload, _count, _crc = struct.unpack_from("<IIII", data, at)
+        at += 16
+        if magic == 0x444E4550:
+            break
+        end = at + payload
+        while at < end:
+            out.append(RECORD.unpack_from(data, at))
+            at += RECORD.size + 8 * out[-1][4]
+    return out
+
+
+def peer(who, rank):
+    return "null" if who == -2 else "any" if who == -3 else who - rank
+
+
+def calls(trace_dir, rank):
+    """The set of (family, peer, bytes) a rank's calls make; completions and starts left out."""
+    out = set()
+    for (fn, _comm, _op, flags, _aux, dest, source, _tag, _rtag, root, _req, count, rcount,
+         tsize, rtsize, _bytes, _t0, _t1) in records(pathlib.Path(trace_dir) / f"rank.{rank}.pskt"):
+        src = "any" if flags & ANY_SOURCE_FLAG else peer(source, rank)
+        if fn in SENDS:
+            out.add(("send", peer(dest, rank), count * tsize))
+        elif fn in RECVS:
+            out.add(("recv", src, rcount * rtsize))
+        elif fn == 18:
+            out.add(("send", peer(dest, rank), count * tsize))
+            out.add(("recv", src, rcount * rtsize))
+        elif fn == 19:
+            out.add(("send", peer(dest, rank), count * tsize))
+            out.add(("recv", src, count * tsize))
+        elif fn in (48, 49):
+            out.add(("probe", src))
+        elif fn in COLLECTIVE_NAMES:
+            out.add((COLLECTIVE_NAMES[fn], root, count * tsize, rcount * rtsize))
+        elif fn in (100, 101, 102, 104, 105):
+            out.add(("comm_make",))
+        elif fn == 103:
+            out.add(("comm_free",))
+    return out
+
+
+# ---- running pskel -------------------------------------------------------------------------
+
+def pskel(*args, env=None, timeout=600):
+    return run([PSKEL, *args], env=env, timeout=timeout)
+
+
+def ok(r, what):
+    if r.returncode != 0:
+        raise AssertionError(f"{what} failed ({r.returncode}): {r.stderr.strip()[-2000:]}")
+    return r
+
+
+def compress_json(trace_dir):
+    return json.loads(ok(pskel("compress", "--json", "--show", trace_dir), "pskel compress").stdout)
+
+
+def trace(out_dir, command):
+    ok(pskel("run", "-o", out_dir, "--", *command, timeout=300), f"pskel run {command}")
+    return out_dir
+
+
+def build_skeleton(trace_dir, out, scale, env=None):
+    r = ok(pskel("skeleton", trace_dir, "-o", out, "--scale", str(scale), "--json", env=env),
+           "pskel skeleton")
+    return json.loads(r.stdout)
+
+
+class SkeletonsOfTheTestPrograms(unittest.TestCase):
+    """One test per (program, MPI) is generated below."""
+
+    def check(self, name, flavour):
+        with tempfile.TemporaryDirectory(prefix="pskel-skel-") as tmp:
+            tmp = pathlib.Path(tmp)
+            program = [*launcher(flavour, 2), APPS / f"{name}.{flavour}", "-i", str(ITERATIONS), "-w", "1"]
+            original = trace(tmp / "trace", program)
+            tree = compress_json(original)
+            main = tree["main_loop"]
+            self.assertIsNotNone(main, json.dumps(tree["tree"]))
+            for scale in (1, K):
+                out = tmp / f"skeleton.{scale}"
+                desc = build_skeleton(original, out, scale)
+                for key in ("scale", "source", "binary", "scaled_loops", "rewritten_groups"):
+                    self.assertIn(key, desc)
+                self.assertEqual(desc["scale"], scale)
+                self.assertTrue(pathlib.Path(desc["binary"]).exists())
+                # It completes under pskel predict.
+                pred = json.loads(ok(pskel("predict", out, "--json", timeout=300), "pskel predict").stdout)
+                for key in ("skeleton_seconds", "scale", "predicted_seconds"):
+                    self.assertIn(key, pred)
+                self.assertEqual(pred["errors"], 0)
+                # Traced with pskel itself: the same loop tree, the main loop divided by K.
+                again = trace(tmp / f"trace.{scale}", [*launcher(flavour, 2), desc["binary"]])
+                skel_tree = compress_json(again)
+                self.assertIsNotNone(skel_tree["main_loop"], json.dumps(skel_tree["tree"]))
+                got = skel_tree["main_loop"]["iterations"]
+                want = max(1, main["iterations"] // scale)
+                if desc["rewritten_groups"] or name == "masterworker":
+                    # Rewritten calls fold differently; the loop count still shrinks by K.
+                    self.assertLessEqual(abs(got - want), max(2, want // 5), (name, got, want))
+                elif scale == 1:
+                    self.assertEqual(skel_tree["tree"], tree["tree"])
+                else:
+                    # The merge may peel an iteration off a loop; the skeleton's copy of it
+                    # then folds back in.
+                    self.assertIn(got, (want, want + 1, want + 2), (name, got, want))
+                    self.assertEqual(skel_tree["main_loop"]["body_length"], main["body_length"])
+                for rank in range(2):
+                    self.assertEqual(calls(again, rank), calls(original, rank),
+                                     f"{name} K={scale} rank {rank}")
+
+    def check_fortran(self, name, flavour):
+        with tempfile.TemporaryDirectory(prefix="pskel-skel-f-") as tmp:
+            tmp = pathlib.Path(tmp)
+            original = trace(tmp / "trace", [*launcher(flavour, 2), APPS / f"{name}-f.{flavour}",
+                                             "-i", str(ITERATIONS), "-w", "1"])
+            build_skeleton(original, tmp / "skeleton", K)
+            pred = json.loads(ok(pskel("predict", tmp / "skeleton", "--json", timeout=300),
+                                 "pskel predict").stdout)
+            self.assertEqual(pred["errors"], 0)
+
+
+def add_tests():
+    names = sorted({p.name.split(".")[0] for p in APPS.glob("*.mpich") if "-f" not in p.name})
+    for name in names:
+        for flavour in ("mpich", "openmpi"):
+            def test(self, name=name, flavour=flavour):
+                self.check(name, flavour)
+            setattr(SkeletonsOfTheTestPrograms, f"test_{name}_{flavour}", test)
+            if (APPS / f"{name}-f.{flavour}").exists():
+                def test_f(self, name=name, flavour=flavour):
+                    self.check_fortran(name, flavour)
+                setattr(SkeletonsOfTheTestPrograms, f"test_{name}_fortran_{flavour}", test_f)
+    return names
+
+
+APP_NAMES = add_tests()
+
+
+def run_killed_after(command, seconds, env):
+    """Runs command in its own process group; True if it had to be killed."""
+    p = subprocess.Popen([str(c) for c in command], env=env, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        p.wait(timeout=seconds)
+        return False
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+        return True
+
+
+class EagerRing(unittest.TestCase):
+    """Blocking sends that only work with eager buffering: the skeleton must not hang."""
+
+    def check(self, flavour):
+        with tempfile.TemporaryDirectory(prefix="pskel-eager-") as tmp:
+            tmp = pathlib.Path(tmp)
+            program = [*launcher(flavour, 2), EAGER_RING[flavour], "-n", "100", "-i", "40", "-w", "1"]
+            original = trace(tmp / "trace", program)
+            for scale in (1, K):
+                desc = build_skeleton(original, tmp / f"skeleton.{scale}", scale)
+                self.assertTrue(desc["rewritten_groups"], "the send-then-receive ring is planned")
+                source = pathlib.Path(desc["source"]).read_text()
+                self.assertNotIn("CHK(MPI_Send(", source)
+                env = mpi_env(RENDEZVOUS[flavour])
+                start = time.monotonic()
+                r = run([*launcher(flavour, 2), desc["binary"]], env=env, timeout=120)
+                self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+                self.assertIn("pskel-skeleton:", r.stdout)
+                self.assertLess(time.monotonic() - start, 60)
+
+    def test_mpich(self):
+        self.check("mpich")
+
+    def test_openmpi(self):
+        self.check("openmpi")
+
+    def test_the_original_needs_eager_buffering(self):
+        """The premise: with rendezvous forced, the original itself hangs."""
+        for flavour in ("mpich", "openmpi"):
+            hung = run_killed_after([*launcher(flavour, 2), EAGER_RING[flavour], "-n", "100", "-i", "5"],
+                                    10, mpi_env(RENDEZVOUS[flavour]))
+            self.assertTrue(hung, f"{flavour}: eager_ring finished with rendezvous forced")
+
+
+class BadInput(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = pathlib.Path(tempfile.mkdtemp(prefix="pskel-skel-bad-"))
+        cls.trace = trace(cls.tmp / "trace", [*launcher("mpich", 2), APPS / "cg.mpich", "-i", "20", "-w", "1"])
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp)
+
+    def one_line_error(self, r):
+        self.assertEqual(r.returncode, 1, r.stdout)
+        lines = r.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, r.stderr)
+        return lines[0]
+
+    def test_truncated_rank_file(self):
+        cut = self.tmp / "cut"
+        shutil.copytree(self.trace, cut)
+        f = cut / "rank.1.pskt"
+        f.write_bytes(f.read_bytes()[:-48])
+        line = self.one_line_error(pskel("skeleton", cut, "-o", self.tmp / "out-cut", timeout=60))
+        self.assertIn("rank.1.pskt", line)
+        self.assertIn("did not finish", line)
+
+    def test_killed_job(self):
+        killed = self.tmp / "killed"
+        command = [PSKEL, "run", "-o", killed, "--", *launcher("mpich", 2), EAGER_RING["mpich"],
+                   "-i", "100000000", "-w", "10"]
+        self.assertTrue(run_killed_after(command, 3, mpi_env()))
+        r = pskel("skeleton", killed, "-o", self.tmp / "out-killed", timeout=60)
+        line = self.one_line_error(r)
+        self.assertTrue("did not finish" in line or "incomplete" in line or "truncated" in line, line)
+
+    def test_missing_compiler(self):
+        r = pskel("skeleton", self.trace, "-o", self.tmp / "out-cc", "--cc", "mpicc.nowhere", timeout=60)
+        line = self.one_line_error(r)
+        self.assertIn("mpicc.nowhere", line)
+        env = mpi_env({"PATH": str(self.tmp / "empty-path")})
+        line = self.one_line_error(pskel("skeleton", self.trace, "-o", self.tmp / "out-path", env=env,
+                                         timeout=60))
+        self.assertIn("mpicc.mpich", line)
+
+    def test_usage(self):
+        self.assertEqual(pskel("skeleton", self.trace, "-o", self.tmp / "x", "--scale", "0").returncode, 2)
+        self.assertEqual(pskel("skeleton", self.trace).returncode, 2)
+        self.assertEqual(pskel("predict").returncode, 2)
+
+    def test_predict_without_skeleton(self):
+        self.one_line_error(pskel("predict", self.tmp / "nothing-here"))
+
+    def test_auto_scale(self):
+        desc = build_skeleton(self.trace, self.tmp / "auto", "auto")
+        self.assertEqual(desc["scale_mode"], "auto")
+        self.assertGreaterEqual(desc["scale"], 1)
+        pred = json.loads(ok(pskel("predict", self.tmp / "auto", "--json", "--repeat", "2"),
+                             "pskel predict").stdout)
+        self.assertEqual(pred["repeat"], 2)
+        self.assertGreater(pred["predicted_seconds"], 0)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,593 @@
+// The merge (core/merge): Algorithm 1's canonical order, Algorithm 2's alignment with skipping
+// ranks, the symbols, gaps and stats, over TraceSets built in memory (trace_builder.h).
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+#include "merge/merge.h"
+#include "trace_builder.h"
+
+using namespace pskel::test;
+namespace mg = pskel::merge;
+
+namespace {
+
+bool pseudo(const tr::Record& r) {
+  return r.function == static_cast<uint16_t>(Fn::pskel_comm_define);
+}
+
+size_t event_records(const tr::RankTrace& t) {
+  return static_cast<size_t>(
+      std::count_if(t.records.begin(), t.records.end(), [](auto& r) { return !pseudo(r); }));
+}
+
+size_t busiest(const tr::TraceSet& set) {
+  size_t most = 0;
+  for (const tr::RankTrace& t : set.ranks) most = std::max(most, event_records(t));
+  return most;
+}
+
+// Every event record of every rank is in exactly one event, pseudo-records in none; the parts
+// of an event are in ascending rank order and all call the event's function on one comm id.
+void check_partition(const tr::TraceSet& set, const mg::MergedTrace& m) {
+  REQUIRE(m.world_size == static_cast<int>(set.ranks.size()));
+  std::vector<std::vector<int>> seen(set.ranks.size());
+  for (size_t r = 0; r < set.ranks.size(); ++r) seen[r].assign(set.ranks[r].records.size(), 0);
+  uint32_t next_part = 0;
+  for (const mg::Event& e : m.events) {
+    REQUIRE(e.part_count > 0);
+    REQUIRE(e.first_part == next_part);
+    next_part += e.part_count;
+    int32_t previous = -1;
+    const auto parts = m.parts_of(e);
+    for (const mg::Part& p : parts) {
+      REQUIRE(p.rank > previous);
+      previous = p.rank;
+      const tr::Record& rec = set.ranks[static_cast<size_t>(p.rank)].records.at(p.record);
+      REQUIRE(rec.function == e.function);
+      const auto& first = set.ranks[static_cast<size_t>(parts[0].rank)].records[parts[0].record];
+      REQUIRE(rec.comm == first.comm);
+      ++seen[static_cast<size_t>(p.rank)][p.record];
+    }
+  }
+  REQUIRE(next_part == m.parts.size());
+  for (size_t r = 0; r < set.ranks.size(); ++r)
+    for (size_t i = 0; i < seen[r].size(); ++i) {
+      INFO("rank " << r << " record " << i);
+      REQUIRE(seen[r][i] == (pseudo(set.ranks[r].records[i]) ? 0 : 1));
+    }
+  // Symbols are dense from 0, and distinct symbols have distinct descriptions.
+  mg::Symbol most = 0;
+  for (const mg::Event& e : m.events) most = std::max(most, e.symbol);
+  REQUIRE(m.symbol_key.size() == (m.events.empty() ? 0 : size_t{most} + 1));
+  std::vector<std::string> keys = m.symbol_key;
+  std::sort(keys.begin(), keys.end());
+  REQUIRE(std::adjacent_find(keys.begin(), keys.end()) == keys.end());
+}
+
+mg::MergedTrace merged(const tr::TraceSet& set, mg::MergeStats* stats = nullptr,
+                       int lookahead = 64) {
+  mg::MergedTrace m = mg::merge(set, {lookahead}, stats);
+  check_partition(set, m);
+  return m;
+}
+
+std::vector<int32_t> ranks_of(const mg::MergedTrace& m, const mg::Event& e) {
+  std::vector<int32_t> out;
+  for (const mg::Part& p : m.parts_of(e)) out.push_back(p.rank);
+  return out;
+}
+
+std::vector<int32_t> all_ranks(int32_t n) {
+  std::vector<int32_t> out(static_cast<size_t>(n));
+  for (int32_t r = 0; r < n; ++r) out[static_cast<size_t>(r)] = r;
+  return out;
+}
+
+// The functions of `t`'s records in normalized order.
+std::vector<Fn> canonical(const tr::RankTrace& t) {
+  std::vector<Fn> out;
+  for (uint32_t i : mg::normalized_order(t)) out.push_back(static_cast<Fn>(t.records[i].function));
+  return out;
+}
+
+// Symbols of events [begin, begin + period) repeat over `iterations` periods.
+void check_periodic(const mg::MergedTrace& m, size_t begin, size_t period, size_t iterations) {
+  REQUIRE(m.events.size() >= begin + period * iterations);
+  for (size_t it = 1; it < iterations; ++it)
+    for (size_t k = 0; k < period; ++k) {
+      INFO("iteration " << it << " position " << k);
+      CHECK(m.events[begin + it * period + k].symbol == m.events[begin + k].symbol);
+    }
+}
+
+int32_t mod(int32_t a, int32_t n) { return ((a % n) + n) % n; }
+
+// A world of n ranks in which every rank makes `iters` iterations of body(builder, rank, it).
+template <class F>
+tr::TraceSet spmd(int32_t n, int iters, F&& body) {
+  auto ranks = world(n);
+  for (int32_t r = 0; r < n; ++r)
+    for (int it = 0; it < iters; ++it) body(ranks[static_cast<size_t>(r)], r, it);
+  return trace_set(ranks);
+}
+
+}  // namespace
+
+TEST_CASE("identical ranks give one event per record with every rank, periodic symbols") {
+  auto ranks = world(4);
+  for (auto& b : ranks) {
+    b.add(Fn::MPI_Init);
+    for (int it = 0; it < 5; ++it) {
+      b.collective(Fn::MPI_Bcast, 10 + it, 0);
+      b.collective(Fn::MPI_Allreduce, 1, tr::kNoRank, tr::Op::sum);
+      b.collective(Fn::MPI_Barrier);
+    }
+    b.add(Fn::MPI_Finalize);
+  }
+  const tr::TraceSet set = trace_set(ranks);
+  mg::MergeStats stats;
+  const mg::MergedTrace m = merged(set, &stats);
+  REQUIRE(m.events.size() == 17);
+  for (const mg::Event& e : m.events) CHECK(ranks_of(m, e) == all_ranks(4));
+  check_periodic(m, 1, 3, 5);
+  CHECK(m.symbol_key.size() == 5);  // Init, Bcast, Allreduce, Barrier, Finalize
+  CHECK(m.symbols() == std::vector<mg::Symbol>{0, 1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3, 4});
+  CHECK(stats.reordered == 0);
+  CHECK(stats.unmatched == 0);
+  CHECK(m.symbol_key[1] == "MPI_Bcast comm=0 ranks=[x\u00d74] root=rank");
+  CHECK(m.symbol_key[2] == "MPI_Allreduce comm=0 ranks=[x\u00d74] op=sum");
+}
+
+TEST_CASE("ring: rank 0 sends then receives, the others receive then send: one event each") {
+  const int32_t n = 5, iters = 6;
+  auto ranks = world(n);
+  for (int32_t r = 0; r < n; ++r) {
+    RankBuilder& b = ranks[static_cast<size_t>(r)];
+    b.add(Fn::MPI_Init);
+    // No collective between iterations: the rounds, not the runs, keep the loop intact.
+    for (int it = 0; it < iters; ++it) {
+      if (r == 0) {
+        b.send(1, it);
+        b.recv(n - 1, it);
+      } else {
+        b.recv(r - 1, it);
+        b.send(mod(r + 1, n), it);
+      }
+    }
+    b.add(Fn::MPI_Finalize);
+  }
+  const tr::TraceSet set = trace_set(ranks);
+  CHECK(canonical(set.ranks[2]) ==
+        std::vector<Fn>{Fn::MPI_Init, Fn::MPI_Send, Fn::MPI_Recv, Fn::MPI_Send, Fn::MPI_Recv,
+                        Fn::MPI_Send, Fn::MPI_Recv, Fn::MPI_Send, Fn::MPI_Recv, Fn::MPI_Send,
+                        Fn::MPI_Recv, Fn::MPI_Send, Fn::MPI_Recv, Fn::MPI_Finalize});
+  mg::MergeStats stats;
+  const mg::MergedTrace m = merged(set, &stats);
+  CHECK(m.events.size() == busiest(set));
+  for (const mg::Event& e : m.events) CHECK(ranks_of(m, e) == all_ranks(n));
+  check_periodic(m, 1, 2, iters);
+  CHECK(stats.reordered == static_cast<uint64_t>(2 * iters * (n - 1)));
+  CHECK(stats.unmatched == 0);
+  CHECK(m.symbol_key[m.events[1].symbol] == "MPI_Send comm=0 peers=[+1\u00d74 -4]");
+  CHECK(m.symbol_key[m.events[2].symbol] == "MPI_Recv comm=0 peers=[+4 -1\u00d74]");
+}
+
+TEST_CASE("wavefront: first and last ranks skip calls, the merge has the busiest rank's length") {
+  const int32_t n = 6, blocks = 8, iters = 3;
+  auto ranks = world(n);
+  for (int32_t r = 0; r < n; ++r) {
+    RankBuilder& b = ranks[static_cast<size_t>(r)];
+    b.add(Fn::MPI_Init);
+    for (int it = 0; it < iters; ++it) {
+      for (int k = 0; k < blocks; ++k) {
+        if (r > 0) b.recv(r - 1, k, 100 + k);
+        if (r < n - 1) b.send(r + 1, k, 100 + k);
+      }
+      b.collective(Fn::MPI_Allreduce, 1, tr::kNoRank, tr::Op::max);
+    }
+    b.add(Fn::MPI_Finalize);
+  }
+  const tr::TraceSet set = trace_set(ranks);
+  // Rounds keep the pipeline's structure: "Send, Recv" per block, not all sends first.
+  std::vector<Fn> want{Fn::MPI_Init};
+  for (int k = 0; k < blocks; ++k) want.insert(want.end(), {Fn::MPI_Send, Fn::MPI_Recv});
+  want.push_back(Fn::MPI_Allreduce);
+  auto got = canonical(set.ranks[2]);
+  got.resize(want.size());
+  CHECK(got == want);
+
+  mg::MergeStats stats;
+  const mg::MergedTrace m = merged(set, &stats);
+  CHECK(m.events.size() == busiest(set));
+  check_periodic(m, 1, 2 * blocks + 1, iters);
+  std::vector<int32_t> senders = all_ranks(n - 1), receivers = all_ranks(n);
+  receivers.erase(receivers.begin());
+  for (size_t i = 1; i + 1 < m.events.size(); ++i) {
+    const mg::Event& e = m.events[i];
+    if (e.function == static_cast<uint16_t>(Fn::MPI_Send)) CHECK(ranks_of(m, e) == senders);
+    if (e.function == static_cast<uint16_t>(Fn::MPI_Recv)) CHECK(ranks_of(m, e) == receivers);
+  }
+  CHECK(stats.unmatched > 0);
+  CHECK(m.symbol_key[m.events[1].symbol] == "MPI_Send comm=0 peers=[+1\u00d75 -]");
+  // Without look-ahead, every call that is not the busiest rank's looks like an extra one and
+  // goes first: the last rank's receives run ahead of the sends they wait for.
+  const mg::MergedTrace blind = merged(set, nullptr, 0);
+  CHECK(blind.events.size() > busiest(set));
+}
+
+TEST_CASE("halo exchange posted in a different order on every rank merges to one order") {
+  const int32_t n = 4, iters = 4;
+  enum Post { kRecvLeft, kRecvRight, kSendLeft, kSendRight };
+  const Post orders[n][4] = {{kRecvLeft, kRecvRight, kSendLeft, kSendRight},
+                             {kSendLeft, kRecvLeft, kSendRight, kRecvRight},
+                             {kRecvLeft, kSendLeft, kRecvRight, kSendRight},
+                             {kSendLeft, kSendRight, kRecvLeft, kRecvRight}};
+  auto ranks = world(n);
+  for (int32_t r = 0; r < n; ++r) {
+    RankBuilder& b = ranks[static_cast<size_t>(r)];
+    const int32_t left = mod(r - 1, n), right = mod(r + 1, n);
+    for (int it = 0; it < iters; ++it) {
+      uint32_t id[4] = {};
+      for (int k = 0; k < 4; ++k) {
+        const Post post = orders[r][k];
+        const int32_t peer = post == kRecvLeft || post == kSendLeft ? left : right;
+        id[post] = post <= kRecvRight ? b.irecv(peer) : b.isend(peer);
+        if (r == 2 && it == 0 && k == 0) b.comm_define(2, {0, 1, 2, 3});  // a pseudo-record
+      }
+      b.complete(Fn::MPI_Waitall, {id[kRecvLeft], id[kRecvRight], id[kSendLeft], id[kSendRight]});
+      b.collective(Fn::MPI_Allreduce, 1, tr::kNoRank, tr::Op::sum);
+    }
+  }
+  const tr::TraceSet set = trace_set(ranks);
+  for (const tr::RankTrace& t : set.ranks) {
+    auto order = canonical(t);
+    order.resize(6);
+    CHECK(order == std::vector<Fn>{Fn::MPI_Irecv, Fn::MPI_Irecv, Fn::MPI_Isend, Fn::MPI_Isend,
+                                   Fn::MPI_Waitall, Fn::MPI_Allreduce});
+  }
+  const mg::MergedTrace m = merged(set);
+  CHECK(m.events.size() == busiest(set));
+  for (const mg::Event& e : m.events) CHECK(ranks_of(m, e) == all_ranks(n));
+  check_periodic(m, 0, 6, iters);
+  CHECK(m.symbol_key[m.events[4].symbol] == "MPI_Waitall ranks=[x\u00d74] nreq=4");
+}
+
+TEST_CASE("a completion never moves before the call that created its request") {
+  auto ranks = world(2);
+  // Rank 0: Isend, Wait, Recv. Rank 1: Recv, Isend, Wait. Both become Isend, Recv, Wait.
+  const uint32_t a = ranks[0].isend(1);
+  ranks[0].complete(Fn::MPI_Wait, {a});
+  ranks[0].recv(1);
+  ranks[1].recv(0);
+  const uint32_t b = ranks[1].isend(0);
+  ranks[1].complete(Fn::MPI_Wait, {b});
+  const tr::TraceSet set = trace_set(ranks);
+  for (const tr::RankTrace& t : set.ranks)
+    CHECK(canonical(t) == std::vector<Fn>{Fn::MPI_Isend, Fn::MPI_Recv, Fn::MPI_Wait});
+  CHECK(merged(set).events.size() == 3);
+}
+
+TEST_CASE("a call is pulled forward where two ranks cut their rounds differently") {
+  const int32_t n = 3, iters = 4;
+  const tr::TraceSet set = spmd(n, iters, [&](RankBuilder& b, int32_t r, int) {
+    const int32_t left = mod(r - 1, n), right = mod(r + 1, n);
+    const uint32_t q = b.irecv(left, 1);
+    if (r == 0) {  // "Irecv, Send, Wait" then "Send, Recv": one round "Irecv S W S"
+      b.send(right, 1);
+      b.complete(Fn::MPI_Wait, {q});
+      b.send(right, 2);
+      b.recv(left, 2);
+    } else {  // "Irecv, Wait, Send" then "Recv, Send": rounds "Irecv W S" and "R S"
+      b.complete(Fn::MPI_Wait, {q});
+      b.send(right, 1);
+      b.recv(left, 2);
+      b.send(right, 2);
+    }
+    b.collective(Fn::MPI_Barrier);
+  });
+  CHECK(canonical(set.ranks[0])[2] == Fn::MPI_Send);  // rank 0: Irecv, Send, Send, Wait, Recv
+  CHECK(canonical(set.ranks[1])[2] == Fn::MPI_Wait);  // the others: Irecv, Send, Wait, ...
+  mg::MergeStats stats;
+  const mg::MergedTrace m = merged(set, &stats);
+  CHECK(m.events.size() == busiest(set));
+  for (const mg::Event& e : m.events) CHECK(ranks_of(m, e) == all_ranks(n));
+  CHECK(stats.pulled == static_cast<uint64_t>(iters));
+  check_periodic(m, 0, 6, iters);
+  // Rank 0's Wait joins the others' Waits, ahead of its second Send.
+  CHECK(m.events[2].function == static_cast<uint16_t>(Fn::MPI_Wait));
+  CHECK(m.parts_of(m.events[2])[0].record == 2);
+}
+
+TEST_CASE("a persistent request is never restarted before its previous completion") {
+  RankBuilder b(0, 1);
+  const uint32_t s = b.send_init(tr::kProcNull);  // PROC_NULL: no channel cuts the rounds
+  const uint32_t r = b.recv_init(tr::kProcNull);
+  for (int it = 0; it < 3; ++it) {
+    b.start(s);
+    b.start(r);
+    b.complete(Fn::MPI_Waitall, {s, r});
+  }
+  const std::vector<uint32_t> order = mg::normalized_order(b.trace());
+  // Each round: the receive start first, then the send start, then the Waitall.
+  CHECK(order == std::vector<uint32_t>{0, 1, 3, 2, 4, 6, 5, 7, 9, 8, 10});
+}
+
+TEST_CASE("nothing moves across a collective or a non-point-to-point call") {
+  RankBuilder b(1, 2);
+  b.recv(0);
+  b.collective(Fn::MPI_Barrier);
+  b.send(0);
+  b.recv(0);
+  b.add(Fn::MPI_Iprobe).source = 0;
+  b.send(0);
+  uint64_t moved = 7;
+  CHECK(mg::normalized_order(b.trace(), &moved) == std::vector<uint32_t>{0, 1, 2, 3, 4, 5});
+  CHECK(moved == 0);
+}
+
+TEST_CASE("ranks with extra calls in the middle are merged through the look-ahead") {
+  const int32_t n = 4, iters = 6;
+  const tr::TraceSet set = spmd(n, iters, [&](RankBuilder& b, int32_t r, int it) {
+    b.collective(Fn::MPI_Bcast, 4, 0);
+    if (r == 2 && it == 2) {  // rank 2 alone makes two extra calls
+      b.send(tr::kProcNull, 0, 1, Fn::MPI_Ssend);
+      b.recv(tr::kProcNull);
+    }
+    if (r == 1 && it == 4)  // and rank 1, the busiest, three others
+      for (int k = 0; k < 3; ++k) b.send(tr::kProcNull, k, 1, Fn::MPI_Bsend);
+    b.sendrecv(mod(r + 1, n), mod(r - 1, n));
+    b.collective(Fn::MPI_Barrier);
+  });
+  const size_t common = 3 * iters;
+  REQUIRE(busiest(set) == common + 3);
+  mg::MergeStats stats;
+  const mg::MergedTrace m = merged(set, &stats);
+  CHECK(m.events.size() == common + 5);
+  std::vector<size_t> alone(n, 0);
+  for (const mg::Event& e : m.events) {
+    const auto who = ranks_of(m, e);
+    if (who.size() == 1) ++alone[static_cast<size_t>(who[0])];
+    else CHECK(who == all_ranks(n));
+  }
+  CHECK(alone == std::vector<size_t>{0, 3, 2, 0});
+  CHECK(stats.unmatched == 5);
+  CHECK(stats.forced == 0);
+}
+
+TEST_CASE("gaps: compute time before each call, pseudo-records skipped, negatives clamped") {
+  auto ranks = world(2);
+  RankBuilder& b = ranks[0];
+  tr::Record* r = &b.add(Fn::MPI_Init);
+  r->t_start = -500;
+  r->t_end = 50;
+  r = &b.comm_define(2, {0});
+  r->t_start = r->t_end = 9000;  // registered later than the call it precedes
+  r = &b.collective(Fn::MPI_Barrier, 0, tr::kNoRank, tr::Op::none, 2);
+  r->t_start = 150;
+  r->t_end = 200;
+  r = &b.recv(1);
+  r->t_start = 180;  // before the previous end (clock skew): 0, not negative
+  r->t_end = 300;
+  r = &b.add(Fn::MPI_Finalize);
+  r->t_start = r->t_end = 1300;
+  ranks[1].add(Fn::MPI_Init).t_start = 70;
+  const tr::TraceSet set = trace_set(ranks);
+  const mg::MergedTrace m = merged(set);
+  REQUIRE(m.gap_ns.size() == 2);
+  CHECK(m.gap_ns[0] == std::vector<int64_t>{0, 0, 100, 0, 1000});
+  CHECK(m.gap_ns[1] == std::vector<int64_t>{70});
+}
+
+TEST_CASE("a wildcard receive has one symbol whatever source it was resolved to") {
+  const int32_t n = 4, iters = 5;
+  auto build = [&](bool wildcard) {
+    auto ranks = world(n);
+    std::mt19937 rng(7);
+    for (int it = 0; it < iters; ++it) {
+      std::vector<int32_t> order{1, 2, 3};
+      std::shuffle(order.begin(), order.end(), rng);  // results arrive in any order
+      for (int32_t w : order) {
+        if (wildcard) ranks[0].recv_any(w, it);
+        else ranks[0].recv(w, it);
+      }
+      for (int32_t w = 1; w < n; ++w) ranks[static_cast<size_t>(w)].send(0, it);
+      for (auto& b : ranks) b.collective(Fn::MPI_Barrier);
+    }
+    return trace_set(ranks);
+  };
+  const tr::TraceSet any_set = build(true);
+  const mg::MergedTrace m = merged(any_set);
+  std::vector<mg::Symbol> recv_symbols;
+  for (const mg::Event& e : m.events)
+    if (e.function == static_cast<uint16_t>(Fn::MPI_Recv)) recv_symbols.push_back(e.symbol);
+  REQUIRE(recv_symbols.size() == 3 * iters);
+  for (mg::Symbol s : recv_symbols) CHECK(s == recv_symbols[0]);
+  CHECK(m.symbol_key[recv_symbols[0]] == "MPI_Recv comm=0 peers=[any - - -]");
+
+  // The control: the same receives posted with explicit sources do differ.
+  const tr::TraceSet named = build(false);
+  const mg::MergedTrace c = merged(named);
+  std::vector<mg::Symbol> named_symbols;
+  for (const mg::Event& e : c.events)
+    if (e.function == static_cast<uint16_t>(Fn::MPI_Recv)) named_symbols.push_back(e.symbol);
+  std::sort(named_symbols.begin(), named_symbols.end());
+  CHECK(std::unique(named_symbols.begin(), named_symbols.end()) - named_symbols.begin() == 3);
+}
+
+TEST_CASE("sizes, tags, times and request ids that change per iteration keep the symbol") {
+  auto ranks = world(2);
+  for (int it = 0; it < 6; ++it)
+    for (int32_t r = 0; r < 2; ++r) {
+      RankBuilder& b = ranks[static_cast<size_t>(r)];
+      b.timing(1000 * it, 10 * it + 1);
+      const uint32_t q = b.irecv(1 - r, 100 + it, 1 << it);
+      b.send(1 - r, 100 + it, 1 << it);
+      b.complete(Fn::MPI_Wait, {q});
+      b.collective(Fn::MPI_Allreduce, it + 1, tr::kNoRank, tr::Op::sum);
+    }
+  const tr::TraceSet set = trace_set(ranks);
+  const mg::MergedTrace m = merged(set);
+  REQUIRE(m.events.size() == 24);
+  check_periodic(m, 0, 4, 6);
+  CHECK(m.symbol_key.size() == 4);
+}
+
+TEST_CASE("peers are relative: rank r sending to r + 1 is one symbol wherever the chain is") {
+  auto ranks = world(6);
+  for (int it = 0; it < 3; ++it) {
+    // First ranks 0..3 send to their right neighbour, then ranks 1..4: the same statement.
+    for (int32_t shift = 0; shift < 2; ++shift) {
+      for (int32_t r = shift; r < shift + 4; ++r) ranks[static_cast<size_t>(r)].send(r + 1, it);
+      for (int32_t r = shift + 1; r < shift + 5; ++r) ranks[static_cast<size_t>(r)].recv(r - 1, it);
+      for (auto& b : ranks) b.collective(Fn::MPI_Barrier);
+    }
+  }
+  const tr::TraceSet set = trace_set(ranks);
+  const mg::MergedTrace m = merged(set);
+  CHECK(m.events.size() == busiest(set));
+  check_periodic(m, 0, 6, 3);
+  // Participants differ between the two shifts, so the symbols do too; the peers agree.
+  CHECK(m.symbol_key[m.events[0].symbol] == "MPI_Send comm=0 peers=[+1\u00d74 - -]");
+  CHECK(m.symbol_key[m.events[3].symbol] == "MPI_Send comm=0 peers=[- +1\u00d74 -]");
+}
+
+TEST_CASE("symbol keys stay short for many ranks and show markers") {
+  auto ranks = world(16);
+  for (int32_t r = 0; r < 16; ++r) {
+    RankBuilder& b = ranks[static_cast<size_t>(r)];
+    b.send(r < 15 ? r + 1 : tr::kProcNull);
+    b.collective(Fn::MPI_Reduce, 1, 3, tr::Op::max).flags |= (r == 3 ? tr::kFlagInPlace : 0);
+    b.sendrecv(mod(r + 1, 16), mod(r - 1, 16));
+  }
+  const tr::TraceSet set = trace_set(ranks);
+  const mg::MergedTrace m = merged(set);
+  REQUIRE(m.events.size() == 3);
+  CHECK(m.symbol_key[m.events[0].symbol] == "MPI_Send comm=0 peers=[+1\u00d715 null]");
+  CHECK(m.symbol_key[m.events[1].symbol] ==
+        "MPI_Reduce comm=0 ranks=[x\u00d716] root=rank op=max in_place=[no no no x no\u00d712]");
+  CHECK(m.symbol_key[m.events[2].symbol] ==
+        "MPI_Sendrecv comm=0 peers=[+1/+15 +1/-1\u00d714 -15/-1]");
+}
+
+TEST_CASE("empty inputs: no ranks, ranks without calls, ranks with only pseudo-records") {
+  CHECK(mg::merge(tr::TraceSet{}).events.empty());
+  auto ranks = world(3);
+  ranks[1].comm_define(2, {0, 1});
+  ranks[2].add(Fn::MPI_Init);
+  const tr::TraceSet set = trace_set(ranks);
+  const mg::MergedTrace m = merged(set);
+  REQUIRE(m.events.size() == 1);
+  CHECK(ranks_of(m, m.events[0]) == std::vector<int32_t>{2});
+  CHECK(m.gap_ns[1] == std::vector<int64_t>{0});
+}
+
+// Random SPMD-like programs: statements of random kinds (collectives, blocking and non-blocking
+// exchanges with relative peers, calls on a sub-communicator) repeated over iterations. Each
+// rank posts the calls of an exchange in its own order (fixed per rank and statement, as a code
+// path would), and ranks skip statements at random.
+namespace {
+
+tr::TraceSet random_program(std::mt19937& rng, int32_t n, bool reorder, bool skip_all_but_0) {
+  std::uniform_int_distribution<int> kind(0, 5), coin(0, 3), statements(3, 9);
+  std::vector<int> program(static_cast<size_t>(statements(rng)));
+  for (int& k : program) k = kind(rng);
+  std::vector<std::vector<bool>> flipped(static_cast<size_t>(n)), skips(static_cast<size_t>(n));
+  for (auto& f : flipped)
+    for (size_t s = 0; s < program.size(); ++s) f.push_back(reorder && coin(rng) < 2);
+  for (int32_t r = 0; r < n; ++r)
+    for (size_t s = 0; s < program.size(); ++s)
+      skips[static_cast<size_t>(r)].push_back(program[s] >= 2 && r != 0 && coin(rng) == 0);
+  auto ranks = world(n);
+  for (int32_t r = 0; r < n; ++r) {
+    ranks[static_cast<size_t>(r)].add(Fn::MPI_Init);
+    if (r < 2) ranks[static_cast<size_t>(r)].comm_define(2, {0, 1});
+  }
+  for (int it = 0; it < 4; ++it)
+    for (size_t s = 0; s < program.size(); ++s)
+      for (int32_t r = 0; r < n; ++r) {
+        RankBuilder& b = ranks[static_cast<size_t>(r)];
+        // Collectives are made by every member of their communicator (comm 2: ranks 0, 1).
+        const bool skip = program[s] == 5 ? r >= 2
+                          : skip_all_but_0 ? skips[static_cast<size_t>(r)][s]
+                                           : program[s] >= 2 && coin(rng) == 0;
+        if (skip) continue;
+        const bool flip = flipped[static_cast<size_t>(r)][s];
+        const int32_t right = mod(r + 1, n), left = mod(r - 1, n);
+        switch (program[s]) {
+          case 0: b.collective(Fn::MPI_Allreduce, it + 1, tr::kNoRank, tr::Op::sum); break;
+          case 1: b.collective(Fn::MPI_Bcast, 3, static_cast<int32_t>(s) % n); break;
+          case 2:
+            if (flip) { b.send(right, it); b.recv(left, it); }
+            else { b.recv(left, it); b.send(right, it); }
+            break;
+          case 3: {
+            const uint32_t q = b.irecv(left, it, it + 1);
+            if (flip) { b.complete(Fn::MPI_Wait, {q}); b.send(right, it); }
+            else { b.send(right, it); b.complete(Fn::MPI_Wait, {q}); }
+            break;
+          }
+          case 4: {
+            if (flip) {
+              const uint32_t a = b.isend(right, it), c = b.irecv(left, it);
+              b.complete(Fn::MPI_Waitall, {a, c});
+            } else {
+              const uint32_t c = b.irecv(left, it), a = b.isend(right, it);
+              b.complete(Fn::MPI_Waitall, {c, a});
+            }
+            break;
+          }
+          default: b.collective(Fn::MPI_Barrier, 0, tr::kNoRank, tr::Op::none, 2); break;
+        }
+      }
+  for (auto& b : ranks) b.add(Fn::MPI_Finalize);
+  return trace_set(ranks);
+}
+
+}  // namespace
+
+TEST_CASE("property: every record is in exactly one event, whatever the skips and orders") {
+  std::mt19937 rng(20240611);
+  for (int trial = 0; trial < 300; ++trial) {
+    CAPTURE(trial);
+    const int32_t n = 2 + trial % 7;
+    const tr::TraceSet set = random_program(rng, n, trial % 2 == 0, false);
+    const mg::MergedTrace m = merged(set, nullptr, trial % 5 == 0 ? 3 : 64);
+    CHECK(m.events.size() >= busiest(set));
+  }
+}
+
+TEST_CASE("property: ranks that only skip calls merge to the busiest rank's length") {
+  std::mt19937 rng(99);
+  for (int trial = 0; trial < 200; ++trial) {
+    CAPTURE(trial);
+    const tr::TraceSet set = random_program(rng, 2 + trial % 7, false, true);
+    const mg::MergedTrace m = merged(set);
+    CHECK(m.events.size() == busiest(set));
+  }
+}
+
+// With order differences too, Algorithm 1's rounds can be cut differently on two ranks (two
+// statements in a row that end and begin with a send to the same neighbour look like one
+// exchange with two sends), and the merge is then a little longer than the busiest rank.
+TEST_CASE("property: ranks that skip calls and order exchanges differently merge nearly tight") {
+  std::mt19937 rng(99);
+  size_t merged_events = 0, busiest_events = 0, tight = 0;
+  const int trials = 200;
+  for (int trial = 0; trial < trials; ++trial) {
+    CAPTURE(trial);
+    const tr::TraceSet set = random_program(rng, 2 + trial % 7, true, true);
+    const mg::MergedTrace m = merged(set);
+    merged_events += m.events.size();
+    busiest_events += busiest(set);
+    tight += m.events.size() == busiest(set);
+  }
+  MESSAGE("tight in " << tight << " of " << trials << ", " << merged_events << " events for "
+                      << busiest_events << " on the busiest ranks");
+  CHECK(tight >= trials * 4 / 5);
+  CHECK(merged_events <= busiest_events + busiest_events / 32);
+}

@@ -1,0 +1,298 @@
+// The skeleton generator on traces built in memory (trace_builder.h) and run through the real
+// merge, loop compression and loop tree: loops stay loops, per-rank values become expressions
+// or tables, compute becomes calibrated work, scaling divides the dominant loop, requests and
+// communicators are reproduced, and orders that need eager buffering are planned away.
+#include <doctest/doctest.h>
+
+#include <regex>
+#include <string>
+
+#include "compress/compress.h"
+#include "looptree/looptree.h"
+#include "merge/merge.h"
+#include "skeleton/skeleton.h"
+#include "trace_builder.h"
+
+namespace sk = pskel::skeleton;
+namespace lt = pskel::looptree;
+namespace tr = pskel::trace;
+using pskel::test::Fn;
+using pskel::test::RankBuilder;
+
+namespace {
+
+struct Built {
+  tr::TraceSet trace;
+  pskel::merge::MergedTrace merged;
+  lt::LoopTree tree;
+};
+
+Built build(std::vector<RankBuilder>& ranks, double ns_per_unit = 2.0) {
+  Built b;
+  b.trace = pskel::test::trace_set(ranks);
+  b.trace.meta = {{"mpi", "mpich"}, {"ranks", b.trace.ranks.size()}};
+  for (tr::RankTrace& r : b.trace.ranks) r.header.work_ns_per_unit = ns_per_unit;
+  b.merged = pskel::merge::merge(b.trace);
+  const auto folded = pskel::compress::compress(b.merged.symbols());
+  b.tree = lt::build(b.trace, b.merged, folded);
+  return b;
+}
+
+sk::Skeleton generate(const Built& b, int64_t scale = 1) {
+  sk::Options o;
+  o.scale = scale;
+  o.name = "test";
+  auto g = sk::generate(b.trace, b.merged, b.tree, o);
+  REQUIRE_MESSAGE(g.ok(), g.error().line());
+  return g.value();
+}
+
+bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// Every rank: Init, `iters` x (Sendrecv to the right, from the left; Allreduce), Finalize.
+std::vector<RankBuilder> halo_ring(int ranks, int iters, int64_t gap = 1000) {
+  auto w = pskel::test::world(ranks);
+  for (int r = 0; r < ranks; ++r) {
+    w[r].timing(gap, 100);
+    w[r].add(Fn::MPI_Init);
+    for (int i = 0; i < iters; ++i) {
+      w[r].sendrecv((r + 1) % ranks, (r + ranks - 1) % ranks, 7, 1000);
+      w[r].collective(Fn::MPI_Allreduce, 1, tr::kNoRank, tr::Op::sum);
+    }
+    w[r].add(Fn::MPI_Finalize);
+  }
+  return w;
+}
+
+}  // namespace
+
+TEST_CASE("skeleton: a loop of halo exchanges is a C loop with peers as expressions of the rank") {
+  auto w = halo_ring(4, 40);
+  const sk::Skeleton s = generate(build(w));
+  CHECK(has(s.source, "for (long i0 = 0; i0 < 40; ++i0) {"));
+  CHECK(has(s.source, "MPI_Sendrecv(pskel_sbuf, 8000, MPI_BYTE, (rank + 1) % size, 7"));
+  CHECK(has(s.source, "(rank + 3) % size"));  // the left neighbour
+  CHECK(has(s.source, "MPI_Allreduce(pskel_sbuf, pskel_rbuf, 1, MPI_DOUBLE, MPI_SUM, pskel_comm[0])"));
+  CHECK(has(s.source, "pskel_begin(&argc, &argv, &config);"));
+  CHECK(has(s.source, "return pskel_end();"));
+  CHECK(has(s.source, ".world_size = 4,"));
+  CHECK(count(s.source, "MPI_Sendrecv(") == 1);  // not unrolled
+  CHECK(s.description["scale"] == 1);
+  CHECK(s.description["rewritten_groups"].empty());
+}
+
+TEST_CASE("skeleton: compute gaps are calibrated work units") {
+  auto w = halo_ring(2, 10, 5000);
+  const sk::Skeleton s = generate(build(w, 2.5));
+  // 5000 ns at 2.5 ns per unit: 2000 units before each call, inside the loop.
+  CHECK(has(s.source, "pskel_compute(2000.0);"));
+  CHECK(!has(s.source, "sleep"));
+  CHECK(s.description["work_ns_per_unit"][0] == doctest::Approx(2.5));
+}
+
+TEST_CASE("skeleton: --scale K divides the dominant loop; the runtime weights it back by N/run") {
+  auto w = halo_ring(2, 400);
+  const sk::Skeleton s = generate(build(w), 10);
+  CHECK(s.scale == 10);
+  CHECK(has(s.source, "i0 < 40;"));
+  CHECK(has(s.source, "pskel_section(10.0);  /* scaled loop: 400 iterations run as 40 */"));
+  CHECK(has(s.source, "pskel_section(1.0);"));
+  REQUIRE(s.description["scaled_loops"].size() == 1);
+  CHECK(s.description["scaled_loops"][0]["iterations"] == 400);
+  CHECK(s.description["scaled_loops"][0]["run_iterations"] == 40);
+  CHECK(s.description["main_loop"]["run_iterations"] == 40);
+  // Compute outside the scaled loop runs 1/K of its work, accounted at factor K.
+  CHECK(has(s.source, "pskel_compute_outside("));
+}
+
+TEST_CASE("skeleton: a remainder is weighted exactly (N / floor(N/K))") {
+  auto w = halo_ring(2, 45);
+  const sk::Skeleton s = generate(build(w), 10);
+  REQUIRE(s.description["scaled_loops"].size() == 1);
+  CHECK(s.description["scaled_loops"][0]["run_iterations"] == 4);
+  CHECK(s.description["scaled_loops"][0]["factor"].get<double>() == doctest::Approx(11.25));
+  CHECK(has(s.source, "pskel_section(11.25);"));
+}
+
+TEST_CASE("skeleton: every rank sending before receiving is planned: receives first, one Waitall") {
+  auto w = pskel::test::world(3);
+  for (int r = 0; r < 3; ++r) {
+    w[r].add(Fn::MPI_Init);
+    for (int i = 0; i < 20; ++i) {
+      w[r].send((r + 1) % 3, 1, 100000);
+      w[r].recv((r + 2) % 3, 1, 100000);
+      w[r].collective(Fn::MPI_Barrier);
+    }
+    w[r].add(Fn::MPI_Finalize);
+  }
+  const sk::Skeleton s = generate(build(w));
+  REQUIRE(s.description["rewritten_groups"].size() == 1);
+  CHECK(s.description["rewritten_groups"][0]["plan"] == "receives_first");
+  const size_t irecv = s.source.find("MPI_Irecv(pskel_rbuf, 800000");
+  const size_t isend = s.source.find("MPI_Isend(pskel_sbuf, 800000");
+  REQUIRE(irecv != std::string::npos);
+  REQUIRE(isend != std::string::npos);
+  CHECK(irecv < isend);
+  CHECK(has(s.source, "CHK(pskel_group_wait());"));
+  CHECK(!has(s.source, "CHK(MPI_Send("));
+}
+
+TEST_CASE("skeleton: an even/odd ordered exchange is safe as traced and keeps each rank's order") {
+  auto w = pskel::test::world(2);
+  for (int r = 0; r < 2; ++r) {
+    w[r].add(Fn::MPI_Init);
+    for (int i = 0; i < 10; ++i) {
+      if (r == 0) {
+        w[r].send(1, 1, 100000);
+        w[r].recv(1, 1, 100000);
+      } else {
+        w[r].recv(0, 1, 100000);
+        w[r].send(0, 1, 100000);
+      }
+      w[r].collective(Fn::MPI_Allreduce, 1, tr::kNoRank, tr::Op::sum);
+    }
+    w[r].add(Fn::MPI_Finalize);
+  }
+  const sk::Skeleton s = generate(build(w));
+  CHECK(s.description["rewritten_groups"].empty());
+  // The merge puts sends first on every rank; the skeleton restores rank 1's receive-first order.
+  CHECK(s.description["reordered_groups"].size() == 1);
+  const size_t branch = s.source.find("} else {");
+  REQUIRE(branch != std::string::npos);
+  CHECK(s.source.find("MPI_Recv(", branch) < s.source.find("MPI_Send(", branch));
+}
+
+TEST_CASE("skeleton: non-blocking requests are completed by the completions that completed them") {
+  auto w = pskel::test::world(2);
+  for (int r = 0; r < 2; ++r) {
+    w[r].add(Fn::MPI_Init);
+    for (int i = 0; i < 8; ++i) {
+      const uint32_t a = w[r].irecv(1 - r, 3, 50);
+      const uint32_t b = w[r].isend(1 - r, 3, 50);
+      w[r].complete(Fn::MPI_Waitall, {a, b});
+    }
+    w[r].add(Fn::MPI_Finalize);
+  }
+  const sk::Skeleton s = generate(build(w));
+  CHECK(has(s.source, "pskel_request("));
+  CHECK(has(s.source, "MPI_Request r[2];"));
+  CHECK(has(s.source, "pskel_take(r, 2, 2, "));
+  CHECK(has(s.source, "CHK(MPI_Waitall(2, r, pskel_statuses));"));
+  CHECK(has(s.source, "pskel_give_back(r, 2);"));
+  CHECK((has(s.source, "1 - rank") || has(s.source, "(rank + 1) % size")));
+}
+
+TEST_CASE("skeleton: persistent requests are made once, started and completed in the loop, freed") {
+  auto w = pskel::test::world(2);
+  for (int r = 0; r < 2; ++r) {
+    w[r].add(Fn::MPI_Init);
+    const uint32_t rq = w[r].recv_init(1 - r, 5);
+    const uint32_t sq = w[r].send_init(1 - r, 5);
+    for (int i = 0; i < 12; ++i) {
+      tr::Record& st = w[r].add(Fn::MPI_Startall, {rq, sq});
+      st.count = 2;
+      st.request = rq;
+      w[r].complete(Fn::MPI_Waitall, {rq, sq});
+    }
+    w[r].add(Fn::MPI_Request_free).request = rq;
+    w[r].add(Fn::MPI_Request_free).request = sq;
+    w[r].add(Fn::MPI_Finalize);
+  }
+  const sk::Skeleton s = generate(build(w));
+  CHECK(count(s.source, "MPI_Recv_init(") == 1);
+  CHECK(count(s.source, "MPI_Send_init(") == 1);
+  CHECK(has(s.source, "pskel_persistent("));
+  CHECK(has(s.source, "r[k] = *pskel_started("));
+  CHECK(has(s.source, "CHK(MPI_Startall(2, r));"));
+  CHECK(count(s.source, "pskel_free_request(") >= 1);
+}
+
+TEST_CASE("skeleton: a sub-communicator is made again with the members and order it had") {
+  auto w = pskel::test::world(4);
+  for (int r = 0; r < 4; ++r) {
+    w[r].add(Fn::MPI_Init);
+    // Rows of two: {0, 1} and {2, 3}; each rank sees its row as communicator id 2.
+    const int64_t a = r < 2 ? 0 : 2;
+    w[r].comm_define(2, {a, a + 1});
+    tr::Record& split = w[r].add(Fn::MPI_Comm_split, {2});
+    split.comm = tr::kCommWorld;
+    for (int i = 0; i < 6; ++i) w[r].collective(Fn::MPI_Bcast, 10, static_cast<int32_t>(a), tr::Op::none, 2);
+    w[r].add(Fn::MPI_Comm_free).comm = 2;
+    w[r].add(Fn::MPI_Finalize);
+  }
+  const sk::Skeleton s = generate(build(w));
+  CHECK(has(s.source, "CHK(MPI_Comm_split(pskel_comm[0], "));
+  CHECK(has(s.source, "pskel_comm_out("));
+  // The root is world rank 0 or 2: rank 0 of each row's communicator.
+  CHECK(has(s.source, "MPI_Bcast(pskel_rbuf, 80, MPI_BYTE, 0, pskel_comm["));
+  CHECK(has(s.source, "CHK(MPI_Comm_free(&pskel_comm["));
+  CHECK(s.description["communicators"].size() == 2);
+}
+
+TEST_CASE("skeleton: a wildcard receive is posted with MPI_ANY_SOURCE") {
+  auto w = pskel::test::world(3);
+  for (int r = 0; r < 3; ++r) w[r].add(Fn::MPI_Init);
+  for (int i = 0; i < 4; ++i) {
+    w[1].send(0, 9, 2);
+    w[2].send(0, 9, 2);
+    w[0].recv_any(1, 9, 2);
+    w[0].recv_any(2, 9, 2);
+  }
+  for (int r = 0; r < 3; ++r) w[r].add(Fn::MPI_Finalize);
+  const sk::Skeleton s = generate(build(w));
+  CHECK(has(s.source, "MPI_ANY_SOURCE"));
+}
+
+TEST_CASE("skeleton: auto scale aims at a tenth of the traced time, capped by the main loop") {
+  // 1000 iterations of ~2 ms each per rank: 2 s traced; target max(0.2 s, min_seconds).
+  auto w = halo_ring(2, 1000, 2000000);
+  const Built b = build(w);
+  sk::Options o;
+  o.auto_scale = true;
+  o.min_seconds = 0.1;
+  auto g = sk::generate(b.trace, b.merged, b.tree, o);
+  REQUIRE(g.ok());
+  CHECK(g.value().scale >= 8);
+  CHECK(g.value().scale <= 12);
+  CHECK(g.value().description["scale_mode"] == "auto");
+  o.min_seconds = 100;  // longer than the run: no scaling
+  auto whole = sk::generate(b.trace, b.merged, b.tree, o);
+  REQUIRE(whole.ok());
+  CHECK(whole.value().scale == 1);
+}
+
+TEST_CASE("skeleton: a trace without a usable calibration is an error, not a guess") {
+  auto w = halo_ring(2, 5);
+  const Built b = build(w, 0.0);
+  auto g = sk::generate(b.trace, b.merged, b.tree, sk::Options{});
+  REQUIRE(!g.ok());
+  CHECK(has(g.error().line(), "calibration"));
+}
+
+TEST_CASE("skeleton: a loop tree of another trace is refused") {
+  auto w = halo_ring(2, 5);
+  auto v = halo_ring(2, 7);
+  const Built a = build(w), b = build(v);
+  auto g = sk::generate(a.trace, a.merged, b.tree, sk::Options{});
+  REQUIRE(!g.ok());
+  CHECK(has(g.error().line(), "does not match"));
+}
+
+TEST_CASE("skeleton: the runtime sources are embedded and listed for compiling") {
+  bool header = false, work = false;
+  for (const sk::RuntimeFile& f : sk::runtime_files()) {
+    header = header || (f.name == "pskel_runtime.h" && has(std::string(f.text), "pskel_begin"));
+    work = work || (f.name == "work.c" && has(std::string(f.text), "pskel_work"));
+  }
+  CHECK(header);
+  CHECK(work);
+  const auto units = sk::compile_units();
+  REQUIRE(units.size() == 3);
+  CHECK(units[0] == "skeleton.c");
+}

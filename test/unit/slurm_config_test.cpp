@@ -1,0 +1,155 @@
+// pskel.conf parsing, the SPANK plugin's plugstack arguments and its pure helpers (LD_PRELOAD
+// editing, step directory names), application keys.
+#include <doctest/doctest.h>
+
+#include "config/config.h"
+#include "export/app_key.h"
+#include "spank/args.h"
+
+using namespace pskel;
+
+TEST_CASE("EmptyConfigGivesDefaultsAndDerivedPaths") {
+  auto c = config::parse_config("", "pskel.conf");
+  REQUIRE(c.ok());
+  CHECK(c.value().policy == config::Policy::UnsetOnly);
+  CHECK(c.value().state_dir == "/var/lib/pskel");
+  CHECK(c.value().database == "/var/lib/pskel/pskel.db");
+  CHECK(c.value().export_file == "/var/lib/pskel/predictions.export");
+  CHECK(c.value().margin == doctest::Approx(0.2));
+  CHECK(c.value().pad_seconds == 60);
+}
+
+TEST_CASE("ConfigKeysAreCaseInsensitiveAndSeveralFitOnALine") {
+  auto c = config::parse_config(
+      "# comment\nstatedir=/s  POLICY=cap # trailing\nMargin=0.5 Pad=0\n"
+      "CalibratePartitions=a,b,,c\nLauncherMpich=\"srun --mpi=pmi2 -n {ntasks}\"\n",
+      "pskel.conf");
+  REQUIRE_MESSAGE(c.ok(), c.error().line());
+  CHECK(c.value().policy == config::Policy::Cap);
+  CHECK(c.value().database == "/s/pskel.db");
+  CHECK(c.value().margin == doctest::Approx(0.5));
+  CHECK(c.value().pad_seconds == 0);
+  CHECK(c.value().calibrate_partitions == std::vector<std::string>{"a", "b", "c"});
+  CHECK(c.value().launcher_mpich == "srun --mpi=pmi2 -n {ntasks}");
+}
+
+TEST_CASE("ExplicitDatabaseIsNotOverriddenByStateDir") {
+  auto c = config::parse_config("Database=/db/x.db\nStateDir=/s\n", "f");
+  REQUIRE(c.ok());
+  CHECK(c.value().database == "/db/x.db");
+  CHECK(c.value().log_file == "/s/worker.log");
+}
+
+TEST_CASE("UnknownKeyIsRejectedNamingFileLineAndKey") {
+  auto c = config::parse_config("Policy=off\n\nFrobnicate=1\n", "/etc/slurm/pskel.conf");
+  REQUIRE_FALSE(c.ok());
+  CHECK(c.error().line() == "/etc/slurm/pskel.conf:3: unknown key Frobnicate");
+}
+
+TEST_CASE("BadValuesAreRejected") {
+  for (const char* text : {"Policy=sometimes", "Margin=-1", "Margin=abc", "Pad=1.5", "Pad=-3",
+                           "StateDir=relative", "Mpi=lam", "CapFactor=0.5", "Margin=nan",
+                           "LauncherMpich=\"unterminated", "NoEquals", "=value", "Pad=",
+                           "Margin=1e999"}) {
+    CAPTURE(text);
+    CHECK_FALSE(config::parse_config(text, "f").ok());
+  }
+}
+
+TEST_CASE("MissingConfigFileIsAnErrorUnlessAllowed") {
+  CHECK_FALSE(config::load_config("/nonexistent/pskel.conf").ok());
+  CHECK(config::load_config("/nonexistent/pskel.conf", true).ok());
+  CHECK_FALSE(config::load_config("/").ok());  // a directory
+}
+
+TEST_CASE("PlugstackArgumentsAreStrict") {
+  using spank::parse_plugstack_args;
+  auto ok = parse_plugstack_args({"conf=/etc/x.conf", "spool_dir=/s", "mpi=openmpi"});
+  REQUIRE(ok.ok());
+  CHECK(ok.value().conf == "/etc/x.conf");
+  CHECK(*ok.value().spool_dir == "/s");
+  CHECK(*ok.value().mpi == "openmpi");
+  CHECK_FALSE(ok.value().tracer_mpich.has_value());
+
+  auto unknown = parse_plugstack_args({"spooldir=/s"});
+  REQUIRE_FALSE(unknown.ok());
+  CHECK(unknown.error().what.find("spooldir: unknown key") == 0);
+  CHECK_FALSE(parse_plugstack_args({"spool_dir=/a", "spool_dir=/b"}).ok());
+  CHECK_FALSE(parse_plugstack_args({"spool_dir=relative"}).ok());
+  CHECK_FALSE(parse_plugstack_args({"spool_dir="}).ok());
+  CHECK_FALSE(parse_plugstack_args({"mpi=auto2"}).ok());
+  CHECK_FALSE(parse_plugstack_args({"=x"}).ok());
+  CHECK_FALSE(parse_plugstack_args({"conf"}).ok());
+  CHECK(parse_plugstack_args({}).ok());
+}
+
+TEST_CASE("PlugstackOverridesWinOverTheConfigFile") {
+  auto args = spank::parse_plugstack_args({"spool_dir=/fast", "tracer_mpich=/t/m.so"});
+  REQUIRE(args.ok());
+  auto conf = config::parse_config("SpoolDir=/slow\nTracerOpenmpi=/t/o.so\n", "f");
+  REQUIRE(conf.ok());
+  const config::Config c = spank::apply_overrides(conf.value(), args.value());
+  CHECK(c.spool_dir == "/fast");
+  CHECK(c.tracer_mpich == "/t/m.so");
+  CHECK(c.tracer_openmpi == "/t/o.so");
+}
+
+TEST_CASE("TracerIsPrependedAndOtherTracersRemoved") {
+  using spank::with_tracer;
+  CHECK(with_tracer("", "/t/libpskel-trace-mpich.so") == "/t/libpskel-trace-mpich.so");
+  CHECK(with_tracer("/a/libfoo.so:/b/libbar.so", "/t/libpskel-trace-mpich.so") ==
+        "/t/libpskel-trace-mpich.so:/a/libfoo.so:/b/libbar.so");
+  // A step started from a traced batch script inherits the batch step's tracer.
+  CHECK(with_tracer("/t/libpskel-trace-mpich.so:/a/libfoo.so", "/t/libpskel-trace-openmpi.so") ==
+        "/t/libpskel-trace-openmpi.so:/a/libfoo.so");
+  CHECK(with_tracer("libpskel-trace-mpich.so /a/x.so", "/t/libpskel-trace-mpich.so") ==
+        "/t/libpskel-trace-mpich.so:/a/x.so");
+  CHECK(with_tracer("::/a/x.so::", "/t/libpskel-trace-mpich.so") ==
+        "/t/libpskel-trace-mpich.so:/a/x.so");
+  // Only the basename counts: a directory named like a tracer is not one.
+  CHECK(with_tracer("/libpskel-trace-x.so/libfoo.so", "/t/l.so") ==
+        "/t/l.so:/libpskel-trace-x.so/libfoo.so");
+}
+
+TEST_CASE("InheritedTracerIsTheFirstPskelTracer") {
+  CHECK(spank::inherited_tracer("/a/x.so:/t/libpskel-trace-openmpi.so") ==
+        "/t/libpskel-trace-openmpi.so");
+  CHECK(spank::inherited_tracer("/a/x.so") == "");
+  CHECK(spank::inherited_tracer("") == "");
+}
+
+TEST_CASE("StepDirectoriesHaveReadableNames") {
+  CHECK(spank::job_dir_name(42) == "job.42");
+  CHECK(spank::step_dir_name(0) == "step.0");
+  CHECK(spank::step_dir_name(0xfffffffb) == "step.batch");
+  CHECK(spank::step_dir_name(0xfffffffc) == "step.extern");
+  CHECK(spank::step_dir_name(0xfffffffa) == "step.interactive");
+}
+
+TEST_CASE("ApplicationNamesAreRestricted") {
+  using exportfile::valid_app_name;
+  CHECK(valid_app_name("lammps"));
+  CHECK(valid_app_name("NPB.lu-C+2_x"));
+  CHECK_FALSE(valid_app_name(""));
+  CHECK_FALSE(valid_app_name("(null)"));  // what Slurm passes for a bare --predict
+  CHECK_FALSE(valid_app_name("-x"));
+  CHECK_FALSE(valid_app_name("a b"));
+  CHECK_FALSE(valid_app_name("a/b"));
+  CHECK_FALSE(valid_app_name(std::string(65, 'a')));
+  CHECK(valid_app_name(std::string(64, 'a')));
+}
+
+TEST_CASE("ApplicationKeyPrefersTheNameThenTheScriptThenTheJobName") {
+  using exportfile::app_key;
+  CHECK(app_key("lu", "#!/bin/sh\n", "job") == "lu");
+  CHECK(app_key("(null)", "#!/bin/sh\n", "job").starts_with("script:"));
+  CHECK(app_key("", "#!/bin/sh\n", "job") == app_key("", "#!/bin/sh\n", "other"));
+  CHECK(app_key("", "#!/bin/sh\n", nullptr).size() == 7 + 16);
+  CHECK(app_key("", "#!/bin/sh\n", nullptr) != app_key("", "#!/bin/sh\n\n", nullptr));
+  CHECK(app_key("", nullptr, "ring.mpich") == "job:ring.mpich");
+  CHECK(app_key("", "", "a b/c") == "job:a_b_c");
+  CHECK(app_key("", nullptr, nullptr) == "");
+  // FNV-1a 64 reference values.
+  CHECK(exportfile::fnv1a64("") == 0xcbf29ce484222325ull);
+  CHECK(exportfile::fnv1a64("a") == 0xaf63dc4c8601ec8cull);
+}

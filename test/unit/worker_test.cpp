@@ -1,0 +1,266 @@
+// The epilog side: the epilog environment, queue tickets, scontrol output, child processes,
+// and finding a trace safely in a directory its user controls.
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <string>
+
+#include "util/safe_dir.h"
+#include "worker/process.h"
+#include "worker/slurm_text.h"
+#include "worker/ticket.h"
+#include "worker/trace_pick.h"
+#include "worker/worker.h"
+
+using namespace pskel;
+using namespace pskel::worker;
+
+namespace {
+
+Env base_env() {
+  return {{"SLURM_JOB_ID", "42"},        {"SLURM_JOB_UID", "1000"},    {"SLURM_JOB_GID", "100"},
+          {"SLURM_JOB_USER", "alice"},   {"SLURM_JOB_PARTITION", "batch"},
+          {"SLURM_JOB_NTASKS", "4"},     {"SLURM_JOB_EXIT_CODE2", "0:0"}};
+}
+
+std::string scratch(const std::string& name) {
+  const std::string dir = "/tmp/pskel-worker-test." + std::to_string(::getpid());
+  ::mkdir(dir.c_str(), 0700);
+  const std::string path = dir + "/" + name;
+  std::string cmd = "rm -rf '" + path + "'";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  return path;
+}
+
+void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+// A trace directory as the tracer leaves it: meta.json and the rank files.
+void fake_trace(const std::string& dir, int ranks, bool complete = true) {
+  ::mkdir(dir.c_str(), 0755);
+  write(dir + "/meta.json", "{\"complete\": " + std::string(complete ? "true" : "false") +
+                                ", \"ranks\": " + std::to_string(ranks) + ", \"mpi\": \"mpich\"}");
+  for (int r = 0; r < ranks; ++r) write(dir + "/rank." + std::to_string(r) + ".pskt", "xxxx");
+}
+
+}  // namespace
+
+TEST_CASE("JobsPskelKnowsNothingAboutAreNotQueued") {
+  auto t = ticket_from_env(base_env());
+  REQUIRE(t.ok());
+  CHECK_FALSE(t.value().has_value());
+  CHECK_FALSE(ticket_from_env({}).value().has_value());
+}
+
+TEST_CASE("TracedJobBecomesATicket") {
+  Env env = base_env();
+  env["SPANK_PSKEL_PREDICT"] = "1";
+  env["SPANK_PSKEL_APP_KEY"] = "script:0123456789abcdef";
+  auto t = ticket_from_env(env);
+  REQUIRE(t.ok());
+  REQUIRE(t.value().has_value());
+  const Ticket& k = *t.value();
+  CHECK(k.job_id == 42);
+  CHECK(k.uid == 1000);
+  CHECK(k.gid == 100);
+  CHECK(k.ntasks == 4);
+  CHECK(k.traced);
+  CHECK_FALSE(k.limited);
+  CHECK(k.app_key == "script:0123456789abcdef");
+}
+
+TEST_CASE("WithoutJobSubmitTheNameGivenToPredictIsTheKey") {
+  Env env = base_env();
+  env["SPANK_PSKEL_PREDICT"] = "1";
+  env["SPANK_PSKEL_APP"] = "lammps";
+  CHECK(ticket_from_env(env).value()->app_key == "lammps");
+  env["SPANK_PSKEL_APP"] = "(null)";
+  CHECK(ticket_from_env(env).value()->app_key == "");
+}
+
+TEST_CASE("LimitedJobCarriesItsPrediction") {
+  Env env = base_env();
+  env["SPANK_PSKEL_LIMITED"] = "7:125.5:4";
+  auto t = ticket_from_env(env);
+  REQUIRE(t.ok());
+  CHECK(t.value()->limited);
+  CHECK(t.value()->prediction_id == 7);
+  CHECK(t.value()->predicted_seconds == 125.5);
+  CHECK(t.value()->limit_minutes == 4);
+  for (const char* bad : {"7", "7:x:4", "7:1:", "-1:2:3", "7:-5:4", ":1:2"}) {
+    env["SPANK_PSKEL_LIMITED"] = bad;
+    CAPTURE(bad);
+    CHECK_FALSE(ticket_from_env(env).ok());
+  }
+}
+
+TEST_CASE("MalformedEpilogEnvironmentIsAnError") {
+  Env env = base_env();
+  env["SPANK_PSKEL_PREDICT"] = "1";
+  env["SLURM_JOB_ID"] = "12x";
+  CHECK_FALSE(ticket_from_env(env).ok());
+  env = base_env();
+  env["SPANK_PSKEL_PREDICT"] = "1";
+  env.erase("SLURM_JOB_UID");
+  CHECK_FALSE(ticket_from_env(env).ok());
+  env = base_env();
+  env["SPANK_PSKEL_PREDICT"] = "1";
+  env["SLURM_JOB_PARTITION"] = "a b";
+  CHECK_FALSE(ticket_from_env(env).ok());
+}
+
+TEST_CASE("TicketsRoundTrip") {
+  Env env = base_env();
+  env["SPANK_PSKEL_PREDICT"] = "1";
+  env["SPANK_PSKEL_LIMITED"] = "7:125.5:4";
+  env["SPANK_PSKEL_APP_KEY"] = "lu";
+  Ticket t = *ticket_from_env(env).value();
+  t.attempts = 2;
+  auto back = parse_ticket(format_ticket(t), "q");
+  REQUIRE_MESSAGE(back.ok(), back.error().line());
+  CHECK(format_ticket(back.value()) == format_ticket(t));
+  CHECK_FALSE(parse_ticket("JobId=x\n", "q").ok());
+  CHECK_FALSE(parse_ticket("garbage", "q").ok());
+}
+
+TEST_CASE("ScontrolDurationsAndFields") {
+  CHECK(parse_duration("00:00:05") == 5);
+  CHECK(parse_duration("1-02:03:04") == 86400 + 7384);
+  CHECK(parse_duration("03:04") == 184);
+  CHECK_FALSE(parse_duration("UNLIMITED").has_value());
+  CHECK_FALSE(parse_duration("").has_value());
+  CHECK_FALSE(parse_duration("1:2:3:4").has_value());
+  const std::string rec =
+      "JobId=5 JobName=x JobState=COMPLETED Reason=None RunTime=00:01:02 TimeLimit=00:04:00 "
+      "AdminComment=pskel: time limit 4 min TimeLimit=9 Partition=batch";
+  CHECK(field(rec, "JobState") == "COMPLETED");
+  CHECK(field(rec, "TimeLimit") == "00:04:00");  // the first field of that name
+  CHECK(field(rec, "Limit") == "");               // not a suffix of another key
+  CHECK(field(rec, "Partition") == "batch");
+  const auto end = parse_job(rec);
+  REQUIRE(end);
+  CHECK(end->runtime_seconds == 62);
+  CHECK_FALSE(parse_job("garbage").has_value());
+}
+
+TEST_CASE("PartitionsFromScontrol") {
+  const auto parts = parse_partitions(
+      "PartitionName=pskel AllowGroups=ALL Default=YES MaxTime=00:30:00 State=UP\n"
+      "PartitionName=long Default=NO MaxTime=UNLIMITED\n"
+      "PartitionName=week MaxTime=7-00:00:00\n\ngarbage\n");
+  REQUIRE(parts.size() == 3);
+  CHECK(parts[0].name == "pskel");
+  CHECK(parts[0].max_minutes == 30);
+  CHECK(parts[0].is_default);
+  CHECK(parts[1].max_minutes == exportfile::kUnlimited);
+  CHECK(parts[2].max_minutes == 7 * 1440);
+}
+
+TEST_CASE("ShellQuotingAndScale") {
+  CHECK(shell_quote("a b") == "'a b'");
+  CHECK(shell_quote("it's") == "'it'\\''s'");
+  CHECK(choose_scale(-1, 20) == 1);
+  CHECK(choose_scale(5, 20) == 1);
+  CHECK(choose_scale(600, 20) == 30);
+}
+
+TEST_CASE("ChildProcessesAreCapturedAndTimedOut") {
+  RunOptions o;
+  o.as = {::geteuid(), ::getegid(), ""};
+  o.env = {"PATH=/usr/bin:/bin", "X=1"};
+  RunResult r = run({"/bin/sh", "-c", "echo out; echo err >&2; echo $X; exit 3"}, o);
+  CHECK(r.started);
+  CHECK(r.exit_code == 3);
+  CHECK(r.out == "out\n1\n");
+  CHECK(r.err == "err\n");
+  CHECK(r.failure() == "exit 3: err");
+  o.timeout_seconds = 1;
+  const auto t0 = std::chrono::steady_clock::now();
+  r = run({"/bin/sh", "-c", "sleep 30 & sleep 30"}, o);
+  CHECK(r.timed_out);
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
+  r = run({"/nonexistent/prog"}, o);
+  CHECK_FALSE(r.started);
+  CHECK(r.failure().find("cannot run") == 0);
+  CHECK_FALSE(run({"relative"}, o).started);
+  o.max_output = 10;
+  o.timeout_seconds = 10;
+  r = run({"/bin/sh", "-c", "yes | head -c 100000"}, o);
+  CHECK(r.out.size() == 10);
+}
+
+TEST_CASE("TheCompleteTraceWithTheMostRanksIsPicked") {
+  const std::string spool = scratch("spool");
+  ::mkdir(spool.c_str(), 0755);
+  const std::string job = spool + "/job.7";
+  ::mkdir(job.c_str(), 0700);
+  fake_trace(job + "/step.batch", 2);
+  fake_trace(job + "/step.0", 4);
+  fake_trace(job + "/step.1", 8, /*complete=*/false);
+  auto t = pick_trace(spool, 7, ::geteuid(), 1 << 20);
+  REQUIRE_MESSAGE(t.ok(), t.error().line());
+  CHECK(t.value().step == "step.0");
+  CHECK(t.value().ranks == 4);
+  CHECK(t.value().mpi == "mpich");
+  CHECK(t.value().bytes == 16);
+  CHECK(pick_trace(spool, 7, ::geteuid(), 8).value().step == "step.batch");  // MaxTraceBytes
+  CHECK_FALSE(pick_trace(spool, 7, ::geteuid(), 4).ok());
+  CHECK_FALSE(pick_trace(spool, 8, ::geteuid(), 1 << 20).ok());
+}
+
+TEST_CASE("SymlinkedTraceDirectoriesAreNeverRead") {
+  const std::string spool = scratch("spool-links");
+  ::mkdir(spool.c_str(), 0755);
+  const std::string victim = scratch("victim");
+  fake_trace(victim, 2);
+  // The step directory replaced by a symlink...
+  ::mkdir((spool + "/job.1").c_str(), 0700);
+  REQUIRE(::symlink(victim.c_str(), (spool + "/job.1/step.0").c_str()) == 0);
+  auto t = pick_trace(spool, 1, ::geteuid(), 1 << 20);
+  REQUIRE_FALSE(t.ok());
+  CHECK(t.error().what.find("symbolic link") != std::string::npos);
+  // ...or the job directory itself.
+  REQUIRE(::symlink(victim.c_str(), (spool + "/job.2").c_str()) == 0);
+  CHECK_FALSE(pick_trace(spool, 2, ::geteuid(), 1 << 20).ok());
+  // ...or meta.json.
+  ::mkdir((spool + "/job.3").c_str(), 0700);
+  ::mkdir((spool + "/job.3/step.0").c_str(), 0700);
+  REQUIRE(::symlink((victim + "/meta.json").c_str(), (spool + "/job.3/step.0/meta.json").c_str()) == 0);
+  CHECK_FALSE(pick_trace(spool, 3, ::geteuid(), 1 << 20).ok());
+}
+
+TEST_CASE("TraceOfAnotherUserIsRefused") {
+  const std::string spool = scratch("spool-owner");
+  ::mkdir(spool.c_str(), 0755);
+  ::mkdir((spool + "/job.1").c_str(), 0700);
+  fake_trace(spool + "/job.1/step.0", 2);
+  auto t = pick_trace(spool, 1, ::geteuid() + 1, 1 << 20);
+  REQUIRE_FALSE(t.ok());
+  CHECK(t.error().what.find("not the job's user") != std::string::npos);
+}
+
+TEST_CASE("OwnedDirectoriesAreCreatedOnceAndSymlinksRefused") {
+  const std::string base = scratch("owned");
+  ::mkdir(base.c_str(), 0755);
+  UniqueFd parent(::open(base.c_str(), O_RDONLY | O_DIRECTORY));
+  auto a = ensure_owned_dir(parent.get(), base, "job.1", ::geteuid(), ::getegid());
+  REQUIRE(a.ok());
+  struct stat st;
+  REQUIRE(::stat((base + "/job.1").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0700);
+  CHECK(ensure_owned_dir(parent.get(), base, "job.1", ::geteuid(), ::getegid()).ok());
+  REQUIRE(::symlink("/etc", (base + "/job.2").c_str()) == 0);
+  auto link = ensure_owned_dir(parent.get(), base, "job.2", ::geteuid(), ::getegid());
+  REQUIRE_FALSE(link.ok());
+  CHECK(link.error().what.find("symbolic link") != std::string::npos);
+  CHECK_FALSE(ensure_owned_dir(parent.get(), base, "../x", ::geteuid(), ::getegid()).ok());
+  CHECK_FALSE(ensure_private_root("relative").ok());
+  CHECK(ensure_private_root(base + "/a/b/c", ::geteuid()).ok());
+  REQUIRE(::symlink((base + "/a").c_str(), (base + "/alink").c_str()) == 0);
+  CHECK_FALSE(ensure_private_root(base + "/alink/b", ::geteuid()).ok());
+  ::chmod((base + "/a").c_str(), 0777);
+  CHECK_FALSE(ensure_private_root(base + "/a", ::geteuid()).ok());  // world-writable
+}

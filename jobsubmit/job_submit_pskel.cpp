@@ -7,6 +7,8 @@
 // What it adds to a job's spank_job_env (the epilog sees these as SPANK_<name>):
 //   PSKEL_APP_KEY=<key>      for jobs tagged with --predict: the application key they are
 //                            stored under (export/app_key.h)
+//   PSKEL_SCRIPT_KEY=<key>   and, when that key is a --predict name, the key of their script:
+//                            the same script resubmitted without --predict finds the prediction
 //   PSKEL_LIMITED=<prediction id>:<predicted seconds>:<limit minutes>
 //                            for jobs whose limit pskel set: the epilog records the outcome
 #include <stdint.h>
@@ -41,6 +43,7 @@ constexpr std::string_view kTagEnv = "PSKEL_PREDICT=";
 constexpr std::string_view kAppEnv = "PSKEL_APP=";
 constexpr const char* kAppKeyName = "PSKEL_APP_KEY";
 constexpr const char* kLimitedName = "PSKEL_LIMITED";
+constexpr const char* kScriptKeyName = "PSKEL_SCRIPT_KEY";
 
 struct State {
   config::Config conf;
@@ -122,7 +125,12 @@ int submit(job_desc_msg_t* job, char** err_msg) {
   const Tag tag = read_tag(job);
   const std::string app = exportfile::app_key(tag.name, job->script, job->name);
   if (app.empty()) return SLURM_SUCCESS;
-  if (tag.tagged) set_job_env(job, kAppKeyName, app);
+  if (tag.tagged) {
+    set_job_env(job, kAppKeyName, app);
+    const std::string script_key = exportfile::app_key("", job->script, nullptr);
+    if (script_key.starts_with("script:") && script_key != app)
+      set_job_env(job, kScriptKeyName, script_key);
+  }
   if (st.conf.policy == config::Policy::Off) return SLURM_SUCCESS;
 
   st.cache.poll();

@@ -2,7 +2,7 @@
  * program ran (the calibration constant of a trace); a skeleton replays a compute gap of
  * g ns as g / ns_per_unit units, so a faster or slower CPU runs it faster or slower, as it
  * would the original. One unit is a fixed, dependent floating-point chain: it models
- * core-bound compute, not memory bandwidth (see docs/skeletons.md when it exists).
+ * core-bound compute, not memory bandwidth (see docs/skeleton.md).
  * Thread-safe, no allocation. C, so that generated skeletons link it as is. */
 #ifndef PSKEL_SKELETONS_WORK_H
 #define PSKEL_SKELETONS_WORK_H

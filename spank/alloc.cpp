@@ -16,7 +16,10 @@ std::string g_app;
 extern "C" {
 static int predict_cb(int, const char* optarg, int remote) {
   if (remote) return ESPANK_SUCCESS;  // slurmstepd asks spank_option_getopt instead
-  const std::string name = optarg ? optarg : "";
+  // A bare --predict reaches the sruns inside the job as the text "(null)"
+  // (SLURM_SPANK__SLURM_SPANK_OPTION_pskel_predict): that is no name, not a bad one.
+  std::string name = optarg ? optarg : "";
+  if (name == "(null)") name.clear();
   if (!name.empty() && !exportfile::valid_app_name(name)) {
     slurm_error("pskel: --predict: bad application name: %s: use 1-64 letters, digits, '.', "
                 "'_', '+' or '-', starting with a letter or digit", name.c_str());

@@ -45,6 +45,9 @@ int compress_trace_dir(const CompressTraceArgs& args) {
   start = std::chrono::steady_clock::now();
   compress::CompressStats compress_stats;
   const std::vector<merge::Symbol> symbols = merged.symbols();
+  if (symbols.size() > compress::kMaxInputLength)
+    return fail(fmt::format("{}: {} merged events, more than the {} loop compression takes",
+                            args.dir, symbols.size(), compress::kMaxInputLength));
   const compress::Sequence folded = compress::compress(symbols, &compress_stats);
   const double compress_seconds = seconds_since(start);
 

@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "config/config.h"
 #include "store/store.h"
+#include "worker/worker.h"
 
 namespace pskel::cli {
 namespace {
@@ -59,7 +60,20 @@ Result<Opened> open_store(const DbOptions& o) {
 std::string seconds(double s) { return s < 0 ? "-" : fmt::format("{:.1f}", s); }
 
 nlohmann::json app_json(const store::Application& a) {
-  return {{"id", a.id}, {"uid", a.uid}, {"user", a.user}, {"application", a.key}, {"created", a.created}};
+  return {{"id", a.id},           {"uid", a.uid},         {"user", a.user},
+          {"application", a.key}, {"created", a.created}, {"script_key", a.script_key}};
+}
+
+// Prints one JSON object per row: the row's application, plus what `fields` adds.
+template <class Row, class Fields>
+void print_json_rows(const std::vector<Row>& rows, Fields fields) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Row& row : rows) {
+    nlohmann::json j = app_json(row.app);
+    fields(row, j);
+    out.push_back(j);
+  }
+  fmt::print("{}\n", out.dump(2));
 }
 
 int list(const DbOptions& o) {
@@ -68,16 +82,12 @@ int list(const DbOptions& o) {
   auto apps = db.value().store.list(db.value().uid);
   if (!apps) return fail(apps.error().line());
   if (o.json) {
-    nlohmann::json out = nlohmann::json::array();
-    for (const auto& s : apps.value()) {
-      nlohmann::json j = app_json(s.app);
+    print_json_rows(apps.value(), [](const store::AppSummary& s, nlohmann::json& j) {
       j["traces"] = s.traces;
       j["predictions"] = s.predictions;
       j["last_state"] = s.last_state;
       j["last_message"] = s.last_message;
-      out.push_back(j);
-    }
-    fmt::print("{}\n", out.dump(2));
+    });
     return 0;
   }
   fmt::print("{:>5}  {:<12} {:<32} {:>6} {:>11}  {}\n", "id", "user", "application", "traces",
@@ -153,7 +163,8 @@ int forget(const DbOptions& o, const std::string& app) {
                             apps.value().size()));
   const store::Application& a = apps.value().front();
   if (auto r = db.value().store.forget(a.id); !r) return fail(r.error().line());
-  if (auto w = store::write_export(db.value().store, db.value().conf.export_file); !w)
+  std::string note;
+  if (auto w = worker::publish(db.value().conf, db.value().store, &note); !w)
     return fail("forgotten, but the export was not rewritten: " + w.error().line());
   if (o.json) fmt::print("{}\n", app_json(a).dump(2));
   else fmt::print("forgot {} of {} (uid {})\n", a.key, a.user, a.uid);
@@ -163,8 +174,10 @@ int forget(const DbOptions& o, const std::string& app) {
 int write_export(const DbOptions& o) {
   auto db = open_store(o);
   if (!db) return fail(db.error().line());
-  if (auto w = store::write_export(db.value().store, db.value().conf.export_file); !w)
+  std::string note;
+  if (auto w = worker::publish(db.value().conf, db.value().store, &note); !w)
     return fail(w.error().line());
+  if (!note.empty()) fmt::print(stderr, "pskel: {}\n", note);
   if (o.json) fmt::print("{}\n", nlohmann::json{{"export", db.value().conf.export_file}}.dump(2));
   else fmt::print("export written to {}\n", db.value().conf.export_file);
   return 0;
@@ -176,18 +189,14 @@ int report(const DbOptions& o) {
   auto rows = db.value().store.report(db.value().uid);
   if (!rows) return fail(rows.error().line());
   if (o.json) {
-    nlohmann::json out = nlohmann::json::array();
-    for (const auto& r : rows.value()) {
-      nlohmann::json j = app_json(r.app);
+    print_json_rows(rows.value(), [](const store::Accuracy& r, nlohmann::json& j) {
       j["jobs"] = r.jobs;
       j["mean_abs_error_pct"] = r.mean_abs_error_pct;
       j["max_abs_error_pct"] = r.max_abs_error_pct;
       j["mean_predicted_seconds"] = r.mean_predicted;
       j["mean_actual_seconds"] = r.mean_actual;
       j["timeouts"] = r.timeouts;
-      out.push_back(j);
-    }
-    fmt::print("{}\n", out.dump(2));
+    });
     return 0;
   }
   fmt::print("{:<12} {:<32} {:>5} {:>10} {:>10} {:>11} {:>10} {:>8}\n", "user", "application",
@@ -209,7 +218,8 @@ Subcommand add_db_command(CLI::App& app) {
   CLI::App* l = cmd->add_subcommand("list", "Applications, with their traces and predictions");
   CLI::App* s = cmd->add_subcommand("show", "Traces, predictions and outcomes of an application");
   CLI::App* f = cmd->add_subcommand("forget", "Delete an application and all it has stored");
-  CLI::App* e = cmd->add_subcommand("export", "Rewrite the export job_submit_pskel.so reads");
+  CLI::App* e = cmd->add_subcommand(
+      "export", "Rewrite the export job_submit_pskel.so reads (partitions from scontrol)");
   add_common(l, *o);
   add_common(s, *o);
   add_common(f, *o);

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <type_traits>
 
 #include "util/crc32c.h"
 
@@ -28,6 +29,22 @@ void append_int(std::string& out, T v) {
   char buf[32];
   const auto r = std::to_chars(buf, buf + sizeof buf, v);
   out.append(buf, r.ptr);
+}
+
+void append_field(std::string& out, std::string_view v) { out += v; }
+void append_field(std::string& out, double v) { append_number(out, v); }
+template <class T>
+  requires std::is_integral_v<T>
+void append_field(std::string& out, T v) {
+  append_int(out, v);
+}
+
+// Appends the fields separated by one blank, and a newline.
+template <class First, class... Rest>
+void append_line(std::string& out, const First& first, const Rest&... rest) {
+  append_field(out, first);
+  ((out += ' ', append_field(out, rest)), ...);
+  out += '\n';
 }
 
 // Splits a line into exactly `n` blank-separated words; false on any other shape.
@@ -85,36 +102,17 @@ std::string format(const Data& data) {
   out += kHeader;
   out += '\n';
   for (const Partition& p : data.partitions) {
-    out += "P ";
-    out += p.name;
-    out += ' ';
-    if (p.max_minutes == kUnlimited) out += "unlimited";
-    else append_int(out, p.max_minutes);
-    out += p.is_default ? " default\n" : " -\n";
+    const std::string max = p.max_minutes == kUnlimited ? "unlimited" : std::to_string(p.max_minutes);
+    append_line(out, std::string_view("P"), std::string_view(p.name), std::string_view(max),
+                 std::string_view(p.is_default ? "default" : "-"));
   }
-  for (const Entry& e : data.entries) {
-    out += "E ";
-    append_int(out, e.uid);
-    out += ' ';
-    append_int(out, e.ntasks);
-    out += ' ';
-    out += e.partition;
-    out += ' ';
-    append_number(out, e.predicted_seconds);
-    out += ' ';
-    append_int(out, e.prediction_id);
-    out += ' ';
-    out += e.app;
-    out += '\n';
-  }
-  const uint32_t crc = crc32c(out.data(), out.size());
-  out += "end ";
-  append_int(out, data.entries.size());
-  out += ' ';
-  append_int(out, data.partitions.size());
-  char hex[16];
-  snprintf(hex, sizeof hex, " %08x\n", crc);
-  out += hex;
+  for (const Entry& e : data.entries)
+    append_line(out, std::string_view("E"), e.uid, e.ntasks, std::string_view(e.partition),
+                e.predicted_seconds, e.prediction_id, std::string_view(e.app));
+  char crc[16];
+  snprintf(crc, sizeof crc, "%08x", crc32c(out.data(), out.size()));
+  append_line(out, std::string_view("end"), data.entries.size(), data.partitions.size(),
+              std::string_view(crc));
   return out;
 }
 

@@ -72,14 +72,22 @@ class Aligner {
     out_.events.reserve(longest);
     out_.parts.reserve(total);
     while (!active_.empty()) {
-      const uint32_t first = current(active_.front());
-      bool all_match = true;
-      for (int32_t r : active_) all_match = all_match && current(r) == first;
+      const int32_t lead = active_.front();
+      const uint32_t first = current(lead);
+      const uint64_t first_peers = peers(lead);
+      bool all_match = true, same_peers = true;
+      for (int32_t r : active_) {
+        all_match = all_match && current(r) == first;
+        same_peers = same_peers && peers(r) == first_peers;
+      }
       if (all_match) {
+        if (!same_peers && hold_strays(first)) ++stats_.unmatched;
         emit(first);
       } else {
         ++stats_.unmatched;
-        emit(candidates_[choose()].shape);
+        const Candidate& chosen = candidates_[choose()];
+        if (chosen.peers_differ) hold_strays(chosen.shape);
+        emit(chosen.shape);
       }
     }
   }
@@ -97,6 +105,7 @@ class Aligner {
     int32_t first_holder;        // the lowest rank at it
     int32_t seen_by;             // last rank whose window scan found it (look_ahead())
     bool round_known;            // round_shapes_ holds the shapes of first_holder's round
+    bool peers_differ;           // its holders' calls do not all have the same peers
   };
   struct Found {       // a candidate that rank `rank` can pull from position `at`
     int32_t rank;
@@ -110,13 +119,18 @@ class Aligner {
     std::vector<uint32_t> next_same; // per position: the next one with the same shape
     std::vector<char> taken;         // per position: pulled into an earlier event
     StampedMap next_of;              // shape -> its first occurrence not before pos (lazily)
+    size_t taken_ahead = 0;          // positions after pos that are taken
     uint32_t pull_at = kNone;        // position to pull into the event being emitted
+    bool held = false;               // at the shape being emitted, but held back (hold_strays)
   };
 
   const RankView& view(int32_t r) const { return views_[static_cast<size_t>(r)]; }
   Cursor& cursor(int32_t r) { return ranks_[static_cast<size_t>(r)]; }
   size_t pos(int32_t r) { return cursor(r).pos; }
   uint32_t current(int32_t r) { return view(r).shape[pos(r)]; }
+  uint64_t peers(int32_t r) { return view(r).peers[pos(r)]; }
+  // Calls rank r has left: not before its current one, not pulled.
+  size_t left(int32_t r) { return view(r).shape.size() - pos(r) - cursor(r).taken_ahead; }
 
   // Chains each position of rank v to the next one of the same shape, and each shape to its
   // first position: O(calls) once, so that a look-ahead for a shape costs O(1) amortised.
@@ -150,14 +164,17 @@ class Aligner {
     for (int32_t r : active_) {
       Cursor& c = cursor(r);
       const RankView& v = view(r);
-      if (c.pull_at != kNone) {
+      if (c.held) {
+        c.held = false;
+      } else if (c.pull_at != kNone) {
         out_.parts.push_back({r, v.order[c.pull_at]});
         c.taken[c.pull_at] = 1;
+        ++c.taken_ahead;
         c.pull_at = kNone;
         ++stats_.pulled;
       } else if (v.shape[c.pos] == shape) {
         out_.parts.push_back({r, v.order[c.pos]});
-        do ++c.pos; while (c.pos < c.taken.size() && c.taken[c.pos]);
+        for (++c.pos; c.pos < c.taken.size() && c.taken[c.pos]; ++c.pos) --c.taken_ahead;
         finished = finished || c.pos == v.order.size();
       }
     }
@@ -165,6 +182,82 @@ class Aligner {
     out_.events.push_back(e);
     if (finished)
       std::erase_if(active_, [&](int32_t r) { return pos(r) == view(r).order.size(); });
+  }
+
+  // Whether two calls of one shape can be one statement's: each of their peer codes (wrapped
+  // relative peers) is equal, or a marker (MPI_PROC_NULL, MPI_ANY_SOURCE, unknown) on one side.
+  static bool peers_agree(uint64_t a, uint64_t b) {
+    const auto half_agrees = [](uint32_t x, uint32_t y) {
+      const auto marker = [](uint32_t c) {
+        return c == static_cast<uint32_t>(kCodeProcNull) || c == static_cast<uint32_t>(kCodeAny) ||
+               c == static_cast<uint32_t>(kCodeUnknown);
+      };
+      return x == y || marker(x) || marker(y);
+    };
+    return half_agrees(static_cast<uint32_t>(a >> 32), static_cast<uint32_t>(b >> 32)) &&
+           half_agrees(static_cast<uint32_t>(a), static_cast<uint32_t>(b));
+  }
+
+  // Among the ranks about to join an event of `shape` at their current call (not pulling): if
+  // most of them agree on the peers with the busiest of them, the others are strays, and a
+  // stray is held back when that busiest rank has a call of this shape with the stray's peers
+  // within m calls: the stray's call is that later statement's (the first rank of a pipeline,
+  // at the backward sweep's Recv(+1) while the others make the forward sweep's Recv(-1)).
+  // Holds nobody when there is no clear majority (a butterfly, a master and its workers).
+  // Returns whether it held a rank. O(n) when all agree, O(n·m) at worst.
+  bool hold_strays(uint32_t shape) {
+    int32_t busiest = -1;
+    size_t holders = 0;
+    for (int32_t r : active_) {
+      if (cursor(r).pull_at != kNone || current(r) != shape) continue;
+      ++holders;
+      if (busiest < 0 || left(r) > left(busiest)) busiest = r;
+    }
+    if (holders < 3) return false;
+    const uint64_t majority = peers(busiest);
+    size_t agree = 0;
+    for (int32_t r : active_)
+      if (cursor(r).pull_at == kNone && current(r) == shape && peers_agree(peers(r), majority))
+        ++agree;
+    if (agree == holders || 2 * agree <= holders) return false;
+    bool held = false;
+    for (int32_t r : active_) {
+      if (cursor(r).pull_at != kNone || current(r) != shape) continue;
+      const uint64_t own = peers(r);
+      if (peers_agree(own, majority)) continue;
+      if (later_with_peers(busiest, own)) cursor(r).held = held = true;
+    }
+    return held;
+  }
+
+  // Whether rank r has a call of its current call's shape whose peers agree with `peers` after
+  // its current call and within m calls of it.
+  bool later_with_peers(int32_t r, uint64_t peers) {
+    const Cursor& c = cursor(r);
+    const RankView& v = view(r);
+    for (uint32_t at = c.next_same[c.pos]; at != kNone && at - c.pos <= lookahead_;
+         at = c.next_same[at])
+      if (!c.taken[at] && peers_agree(v.peers[at], peers)) return true;
+    return false;
+  }
+
+  // Whether rank r has at most m + 1 calls left, fewer than the reference rank, and they are the
+  // reference's last calls (shapes, calls already pulled skipped). O(m).
+  bool ends_like_reference(int32_t r) {
+    const RankView& v = view(r);
+    const RankView& ref = view(ref_);
+    const Cursor& c = cursor(r);
+    const Cursor& rc = cursor(ref_);
+    if (v.shape.size() - c.pos > lookahead_ + 1) return false;
+    size_t a = v.shape.size(), b = ref.shape.size();
+    for (;;) {
+      while (a > c.pos && c.taken[a - 1]) --a;
+      while (b > rc.pos && rc.taken[b - 1]) --b;
+      if (a == c.pos) return b > rc.pos;  // all of r's calls matched, the reference has more
+      if (b == rc.pos || v.shape[a - 1] != ref.shape[b - 1]) return false;
+      --a;
+      --b;
+    }
   }
 
   // Index of the candidate to emit at a mismatch (see the file comment); sets the pulls.
@@ -175,7 +268,7 @@ class Aligner {
     round_shapes_.clear();
     ref_ = active_.front();
     for (int32_t r : active_)
-      if (view(r).shape.size() - pos(r) > view(ref_).shape.size() - pos(ref_)) ref_ = r;
+      if (left(r) > left(ref_)) ref_ = r;
     for (int32_t r : active_) {
       const uint32_t s = current(r);
       const uint32_t* known = index_.find(s);
@@ -183,14 +276,24 @@ class Aligner {
       if (!known) {
         index_.set(s, c);
         candidates_.push_back({s, is_collective(static_cast<uint16_t>(s >> 16)), false, 0, 0, 0,
-                               0, r, -1, false});
+                               0, r, -1, false, false});
       }
       Candidate& cand = candidates_[c];
       ++cand.holders;
+      cand.peers_differ = cand.peers_differ || peers(r) != peers(cand.first_holder);
       if (r == ref_) cand.in_ref = 1;
       candidate_of_[static_cast<size_t>(r)] = c;
     }
     for (int32_t r : active_) look_ahead(r);
+    // Ranks end together: the calls a rank has left, when the reference rank ends with the same
+    // calls, are awaited by the reference however far (a worker's last Iprobe waits for the
+    // master's, made after the master's last task).
+    for (Candidate& c : candidates_)
+      if (c.in_ref == 0 && ends_like_reference(c.first_holder)) {
+        c.splits = true;
+        if (c.awaited == 0) c.awaited = lookahead_ + 1;
+        c.in_ref = 2;
+      }
     // Every rank makes the collectives of MPI_COMM_WORLD (and Init/Finalize), however far
     // away: one that not all unfinished ranks are at is awaited beyond the look-ahead too.
     for (Candidate& c : candidates_) {
@@ -253,6 +356,41 @@ class Aligner {
     }
   }
 
+  // The channel (normalize.cpp) of rank v's call at position p, from the arrays the merge
+  // keeps per position rather than the record (cheaper in the pull checks): peers relative
+  // and wrapped, so keys differ from channel_of_call()'s but agree among themselves.
+  uint64_t pull_channel(const RankView& v, size_t p) const {
+    const uint32_t shape = v.shape[p];
+    const uint64_t comm = shape & 0xFFFF;
+    switch (role_of(static_cast<uint16_t>(shape >> 16))) {
+      case Role::send:
+      case Role::send_post:
+      case Role::exchange:
+        return (uint64_t{1} << 48) | (comm << 32) | (v.peers[p] >> 32);
+      case Role::recv:
+      case Role::recv_post:
+        return (uint64_t{2} << 48) | (comm << 32) | (v.peers[p] & 0xFFFFFFFF);
+      case Role::start: {
+        uint64_t channel = 0;
+        for_each_request(v, v.order[p], [&](int64_t id) {
+          if (channel != 0) return;
+          const trace::Record* c = v.creator_of(id);
+          if (!c) {
+            channel = (uint64_t{3} << 48) | static_cast<uint32_t>(id);
+            return;
+          }
+          const uint64_t peers = wrapped_peers(*c, v.rank, out_.world_size);
+          channel = c->source != trace::kNoRank
+                        ? (uint64_t{2} << 48) | (uint64_t{c->comm} << 32) | (peers & 0xFFFFFFFF)
+                        : (uint64_t{1} << 48) | (uint64_t{c->comm} << 32) | (peers >> 32);
+        });
+        return channel;
+      }
+      default:
+        return 0;
+    }
+  }
+
   // Whether rank r's call at `at` may join an event at `here` (same round, checked by the
   // caller): it passes no call on its own channel, no call that creates or starts a request it
   // completes, and only calls whose shapes the candidate's first holder has in its round too
@@ -262,7 +400,7 @@ class Aligner {
     const RankView& v = view(r);
     const Cursor& c = cursor(r);
     const uint32_t index = v.order[at];
-    const uint64_t channel = channel_of_call(v, index);
+    const uint64_t channel = pull_channel(v, at);
     completes_.clear();
     if (role_of(v.record(index).function) == Role::completion)
       for_each_request(v, index, [&](int64_t id) { completes_.push_back(id); });
@@ -272,7 +410,7 @@ class Aligner {
       if (pull_budget_ == 0) return false;
       --pull_budget_;
       const uint32_t passed = v.order[p];
-      if (channel != 0 && channel_of_call(v, passed) == channel) return false;
+      if (channel != 0 && pull_channel(v, p) == channel) return false;
       if (!round_shapes_.find((uint64_t{ci} << 32) | v.shape[p])) return false;
       bool posts_completed = false;
       if (!completes_.empty())

@@ -95,8 +95,6 @@ void for_each_request(const RankView& v, uint32_t index, F&& f) {
 // Algorithm 1 on one rank: fills view.order, round and creator from view.trace. Returns how
 // many records end up at another position than in call order.
 uint64_t normalize(RankView& view);
-// The channel (normalize.cpp) of the call at record `index`; 0 for calls without one.
-uint64_t channel_of_call(const RankView& view, uint32_t index);
 
 // Algorithm 2 over all ranks (views normalised, shape filled): appends events (symbol unset)
 // and parts to `out`.

@@ -1,33 +1,54 @@
 // Algorithm 1 (seed 000 §2.2): puts the point-to-point calls of one rank into a canonical order,
 // so that ranks that make the same exchange in different orders produce the same sequence.
-// Per rank, in O(records), no knowledge of the other ranks.
+// Per rank, one pass, O(records + aux words), no knowledge of the other ranks.
 //
 // The canonical order.
 //
 // 1. Runs. A run is a maximal stretch of consecutive point-to-point calls: MPI_Isend/Issend,
-//    Irecv, Send/Ssend/Rsend/Bsend, Sendrecv(_replace), Recv, Start/Startall and the
-//    completions Wait*/Test*. Every other call (collectives, probes, persistent-request setup,
-//    Request_free, communicator calls, Init/Finalize) ends the run: no call ever moves across
-//    it. Pseudo-records are not events and are left out before anything else.
+//    Irecv, Send/Ssend/Rsend/Bsend, Sendrecv(_replace), Recv, Probe, Start/Startall and the
+//    completions Wait*/Test* of the run's own requests. Every other call ends the run, and no
+//    call ever moves across it: collectives (blocking or not), Iprobe (a poll, made as often as
+//    timing wants), persistent-request setup, Request_free, communicator calls, Init/Finalize,
+//    and every completion made while no request posted in the run is pending. That last kind
+//    completes the requests of a non-blocking collective, or of an exchange that a collective
+//    or a probe already ended (ring: "Irecv, Barrier, Rsend, Wait"), or polls nothing: it ends
+//    the exchange it belongs to, so moving it after later posts would rotate the loop (a
+//    persistent exchange "Startall ... Waitall" after "Testany ... Waitall" of Iallreduce
+//    requests would come out "Startall ... Testany ... Waitall Waitall"). Pseudo-records are
+//    not events and are left out before anything else.
 //
 // 2. Rounds. Sorting a whole run would turn a pipelined sweep (Recv, Send, Recv, Send, ...,
 //    hundreds of calls without a collective) into all sends followed by all receives, which
 //    destroys the loop the next stage must find and the pipeline the skeleton must replay. So
-//    a run is cut into rounds, each meant to be one exchange. Every posting call (all but the
-//    completions) has a channel: (to or from, communicator, peer as recorded), where
-//    MPI_ANY_SOURCE and MPI_PROC_NULL count as peers; a Start uses the channel of the call that
-//    created its first request. A call starts a new round when
-//    (a) its channel was used in the round, and that use had another role (Send, then Isend
-//        to the same peer), or since that use there was a posting call on another channel, or
-//        a completion of a request posted on this channel. So "S S R R" (two messages to one
-//        neighbour) stays one round, "S R S R" is two, "Irecv Wait Irecv Wait" from one
-//        neighbour is two, "R S Isend" is two; completions of other channels do not count, so
-//        "Irecv(l) Wait Send(r)" and "Irecv(l) Send(r) Wait" cut at the same places.
-//    (b) it starts a persistent request that the round already started or completed.
+//    a run is cut into rounds, each meant to be one exchange. Every posting call has channels:
+//    (to or from, communicator, peer as recorded), where MPI_ANY_SOURCE and MPI_PROC_NULL
+//    count as peers; a Sendrecv has both of its channels, a Start those of the calls that
+//    created its requests, a Probe the one of the receive it announces; completions have none.
+//    A call starts a new round when
+//    (a) one of its channels was used in the round, and that use had another role (Send, then
+//        Isend to the same peer), or since that use there was a posting call on another
+//        channel, or a completion of a request posted on this channel, or the call is a
+//        blocking send or receive and the round already holds as many blocking receives as
+//        blocking sends (at least one of each). So "S S R R" (two messages to one neighbour)
+//        stays one round, "S R S R" is two, "Irecv Wait Irecv Wait" from one neighbour is two,
+//        "R S Isend" is two, and "Bsend(l) Recv(l) Recv(l) Send(l)" (a two-rank ring: one
+//        statement ends with a receive, the next starts with one) is two;
+//    (b) it is a blocking send or receive (or a Probe: a receive) and the round's blocking
+//        calls already changed between sending and receiving once: "R S" or "S S R R" is one
+//        exchange, "R(l) S(r) R(r) S(l)" two (a forward then a backward pipeline step;
+//        sorted together, the backward send would go before the forward receive);
+//    (c) it is a non-blocking post (Isend, Irecv, Start) and a completion since the round's
+//        last post left none of the round's requests pending: the exchange is over, and its
+//        completions must not move after the next exchange's posts. Blocking calls still join
+//        ("Irecv(l) Wait Send(r)" and "Irecv(l) Send(r) Wait" are one exchange, the seed's
+//        example);
+//    (d) it starts a persistent request that the round already started or completed.
+//    A Probe is checked against (a) as a receive on its channel but does not use the channel:
+//    the receive it announces follows it.
 //
 // 3. Order within a round (stable: calls of one role keep their call order):
 //      Irecv (and Starts of receive requests)  <  Isend/Issend (Starts of send requests)
-//      <  blocking sends  <  Sendrecv  <  blocking Recv  <  Wait*/Test*
+//      <  blocking sends  <  Sendrecv  <  Probe, blocking Recv  <  Wait*/Test*
 //    - Sends before blocking receives is the seed's rule: a ring in which rank 0 sends then
 //      receives while the others receive then send becomes "Send, Recv" everywhere. (Replayed
 //      literally on every rank, that needs the sends to be buffered; the skeleton stage must
@@ -40,14 +61,19 @@
 //    - Request safety holds by construction: a completion only ever moves later relative to
 //      the posting calls of its round and never relative to other completions, and a posting
 //      call only moves earlier; so a Wait stays after the Isend/Irecv/Start it completes, and
-//      rule 2(b) keeps a restarted persistent request after its previous completion.
+//      rule 2(d) keeps a restarted persistent request after its previous completion. Rule 2(c)
+//      keeps a completion before every non-blocking post that follows the end of its exchange.
 //
-// Limits: rounds are a local guess. Two statements in a row that end and begin with a call of
-// one role on one channel ("... Send(r)" then "Send(r) Recv(l)") look like one exchange with
-// two sends, and a rank that makes the first statement in another order cuts elsewhere.
+// Limits: rounds are a local guess. A rank that both ends one statement and starts the next
+// with a call on one channel, in one direction, ("... Send(r)" then "Send(r) Recv(l)") looks
+// like one exchange with two sends, and a rank that makes the first statement in another order
+// cuts elsewhere; "R R S S" with two messages each way on one channel is cut "R | R S | S"
+// while a rank making "S S R R" keeps one round. A rank that only sends in one phase and only
+// receives in the next (the first and last ranks of a pipeline) makes both phases one round.
 // Algorithm 2 pulls calls forward within a round to absorb some of that.
 #include <array>
 #include <cstdint>
+#include <vector>
 
 #include "merge/internal.h"
 
@@ -77,59 +103,99 @@ uint64_t request_channel(const RankView& v, int64_t id) {
                         : channel_key(kToPeer, *c, c->peer);
 }
 
-// Per-call facts the round builder needs.
+bool is_probe(const tr::Record& r) {
+  return r.function == static_cast<uint16_t>(tr::FunctionId::MPI_Probe);
+}
+
+// Which way a blocking call moves data, for rules 2(a) and 2(b). Sendrecv does both and takes
+// part in neither.
+enum class Flow : uint8_t { none, send, recv };
+
+// Per-call facts the round builder needs; the channels go to a scratch vector.
 struct Call {
-  Role raw;          // role_of(function)
-  Role role;         // raw, with `start` resolved to recv_post / send_post
-  uint64_t channel;  // 0 for completions
+  Role raw;       // role_of(function), `completion` also when it is outside the run
+  Role role;      // raw, with `start` resolved to recv_post / send_post
+  Flow flow;      // blocking send / blocking receive or probe / neither
+  bool probe;     // MPI_Probe: checks its channel, does not use it
 };
 
-// A Start takes the role of what it starts (a receive if any of its requests is one) and the
-// channel of its first request.
-Call resolve(const RankView& v, uint32_t index) {
+// The role, flow and channels of the call at record `index` (see the file comment). A Start
+// takes the role of what it starts (a receive if any of its requests is one).
+Call resolve(const RankView& v, uint32_t index, std::vector<uint64_t>& channels) {
   const tr::Record& r = v.record(index);
   const Role raw = role_of(r.function);
+  channels.clear();
   switch (raw) {
-    case Role::send_post:
     case Role::send:
+      channels.push_back(channel_key(kToPeer, r, r.peer));
+      return {raw, raw, Flow::send, false};
+    case Role::send_post:
+      channels.push_back(channel_key(kToPeer, r, r.peer));
+      return {raw, raw, Flow::none, false};
     case Role::exchange:
-      return {raw, raw, channel_key(kToPeer, r, r.peer)};
-    case Role::recv_post:
+      channels.push_back(channel_key(kToPeer, r, r.peer));
+      channels.push_back(channel_key(kFromPeer, r, r.source));
+      return {raw, raw, Flow::none, false};
     case Role::recv:
-      return {raw, raw, channel_key(kFromPeer, r, r.source)};
+      channels.push_back(channel_key(kFromPeer, r, r.source));
+      return {raw, raw, Flow::recv, is_probe(r)};
+    case Role::recv_post:
+      channels.push_back(channel_key(kFromPeer, r, r.source));
+      return {raw, raw, Flow::none, false};
     case Role::start: {
-      Call call{raw, Role::send_post, 0};
+      Call call{raw, Role::send_post, Flow::none, false};
       for_each_request(v, index, [&](int64_t id) {
         const tr::Record* c = v.creator_of(id);
         if (c && is_receive(*c)) call.role = Role::recv_post;
-        if (call.channel == 0) call.channel = request_channel(v, id);
+        channels.push_back(request_channel(v, id));
       });
       return call;
     }
     default:
-      return {raw, raw, 0};
+      return {raw, raw, Flow::none, false};
   }
 }
 
-// Cuts one run into rounds and sorts each round; see the file comment.
-class RoundSorter {
- public:
-  explicit RoundSorter(RankView& v) : v_(v) {}
+bool non_blocking_post(Role raw) {
+  return raw == Role::recv_post || raw == Role::send_post || raw == Role::start;
+}
 
-  // Sorts order[begin, end), a whole run. Returns the number of records moved.
-  uint64_t sort_run(size_t begin, size_t end) {
+// One pass over a rank's calls: cuts runs into rounds and sorts each round; see the file
+// comment.
+class Normalizer {
+ public:
+  explicit Normalizer(RankView& v) : v_(v), posted_round_(v.creator.size(), 0) {}
+
+  // Sorts v.order in place and numbers the rounds. Returns the number of records moved.
+  uint64_t run() {
     uint64_t moved = 0;
-    start_round(begin);
-    for (size_t pos = begin; pos < end; ++pos) {
+    bool in_run = false;
+    for (size_t pos = 0; pos < v_.order.size(); ++pos) {
       const uint32_t index = v_.order[pos];
-      const Call call = resolve(v_, index);
-      if (pos != round_begin_ && starts_new_round(call, index)) {
+      const Call call = resolve(v_, index, channels_);
+      const bool outside = call.raw == Role::fixed || call.raw == Role::pseudo ||
+                           (call.raw == Role::completion && pending_run_ == 0);
+      if (outside) {
+        if (in_run) moved += sort_round(round_begin_, pos);
+        in_run = false;
+        pending_run_ = 0;
+        run_first_ = kNoRun;
+        v_.round[pos] = ++v_.rounds;  // a call outside runs is a round of its own
+        if (call.raw == Role::completion) complete(index, static_cast<uint32_t>(pos), false);
+        continue;
+      }
+      if (!in_run) {
+        in_run = true;
+        start_round(pos);
+        run_first_ = v_.rounds;
+      } else if (starts_new_round(call, index)) {
         moved += sort_round(round_begin_, pos);
         start_round(pos);
       }
       note(call, index, pos);
     }
-    return moved + sort_round(round_begin_, end);
+    if (in_run) moved += sort_round(round_begin_, v_.order.size());
+    return moved;
   }
 
  private:
@@ -142,6 +208,13 @@ class RoundSorter {
     requests_.clear();
     last_post_ = other_post_ = -1;
     last_channel_ = 0;
+    sends_ = receives_ = changes_ = 0;
+    last_flow_ = Flow::none;
+    send_tags_.clear();
+    receive_tags_.clear();
+    any_tag_ = shared_tag_ = false;
+    pending_round_ = 0;
+    closed_ = false;
   }
 
   // Whether a posting call on a channel other than `channel` came after position `pos`.
@@ -150,15 +223,20 @@ class RoundSorter {
   }
 
   bool starts_new_round(const Call& call, uint32_t index) {
-    if (call.channel != 0) {
-      if (const uint32_t* used = used_.find(call.channel)) {
-        if (roles_[*used - round_begin_] != call.role) return true;
-        if (other_post_after(call.channel, *used)) return true;
-        const uint32_t* done = completed_.find(call.channel);
-        if (done && *done > *used) return true;
-      }
+    for (uint64_t channel : channels_) {  // rule (a)
+      const uint32_t* used = used_.find(channel);
+      if (!used) continue;
+      if (roles_[*used - round_begin_] != call.role) return true;
+      if (other_post_after(channel, *used)) return true;
+      const uint32_t* done = completed_.find(channel);
+      if (done && *done > *used) return true;
+      if (call.flow != Flow::none && !call.probe && sends_ > 0 && sends_ == receives_)
+        return true;
     }
-    bool restarted = false;
+    if (call.flow != Flow::none && changes_ > 0 && call.flow != last_flow_)  // rule (b)
+      return true;
+    if (closed_ && non_blocking_post(call.raw)) return true;  // rule (c)
+    bool restarted = false;                                  // rule (d)
     if (call.raw == Role::start)
       for_each_request(v_, index, [&](int64_t id) {
         restarted = restarted || (id != 0 && requests_.find(static_cast<uint64_t>(id)));
@@ -170,21 +248,80 @@ class RoundSorter {
     roles_.push_back(call.role);
     v_.round[pos] = v_.rounds;
     const auto p = static_cast<uint32_t>(pos);
-    if (call.channel != 0) {
-      used_.set(call.channel, p);
-      if (call.channel != last_channel_) other_post_ = last_post_;
-      last_channel_ = call.channel;
-      last_post_ = p;
+    if (call.flow != Flow::none) {
+      if (last_flow_ != Flow::none && call.flow != last_flow_) ++changes_;
+      last_flow_ = call.flow;
+      if (!call.probe) ++(call.flow == Flow::send ? sends_ : receives_);
+      note_tag(call.flow, v_.record(index));
+    }
+    if (!call.probe)
+      for (uint64_t channel : channels_) {
+        used_.set(channel, p);
+        if (channel != last_channel_) other_post_ = last_post_;
+        last_channel_ = channel;
+        last_post_ = p;
+      }
+    if (call.raw == Role::completion) {
+      complete(index, p, true);
+      closed_ = pending_round_ == 0;
+      return;
     }
     for_each_request(v_, index, [&](int64_t id) {
       if (id == 0) return;
       requests_.set(static_cast<uint64_t>(id), 1);
-      if (call.raw == Role::completion) completed_.set(request_channel(v_, id), p);
+      if (id < 0 || static_cast<uint64_t>(id) >= posted_round_.size()) return;
+      uint32_t& round = posted_round_[static_cast<size_t>(id)];
+      if (round < run_first_) ++pending_run_;
+      if (round != v_.rounds) ++pending_round_;
+      round = v_.rounds;
     });
   }
 
-  // Stable counting sort of order[begin, end) by role; roles_ holds their roles in order.
+  // Notes the tag of a blocking send or receive (or probe); shared_tag_ is set once a send and
+  // a receive of the round can carry the same message tag (a receive with MPI_ANY_TAG, or from
+  // MPI_PROC_NULL, can carry any).
+  void note_tag(Flow flow, const tr::Record& r) {
+    if (flow == Flow::send) {
+      const auto tag = static_cast<uint64_t>(static_cast<uint32_t>(r.tag));
+      shared_tag_ = shared_tag_ || any_tag_ || receive_tags_.find(tag);
+      send_tags_.set(tag, 1);
+      return;
+    }
+    if ((r.flags & tr::kFlagAnyTag) || r.recv_tag == tr::kAnyTag) {
+      any_tag_ = true;
+      shared_tag_ = shared_tag_ || sends_ > 0;
+      return;
+    }
+    const auto tag = static_cast<uint64_t>(static_cast<uint32_t>(r.recv_tag));
+    shared_tag_ = shared_tag_ || send_tags_.find(tag);
+    receive_tags_.set(tag, 1);
+  }
+
+  // The requests completed by the completion at record `index`, position `pos`: no longer
+  // pending; in a run, noted for rules (a) and (d) of the current round.
+  void complete(uint32_t index, uint32_t pos, bool in_run) {
+    for_each_request(v_, index, [&](int64_t id) {
+      if (id == 0) return;
+      if (in_run) {
+        requests_.set(static_cast<uint64_t>(id), 1);
+        completed_.set(request_channel(v_, id), pos);
+      }
+      if (id < 0 || static_cast<uint64_t>(id) >= posted_round_.size()) return;
+      uint32_t& round = posted_round_[static_cast<size_t>(id)];
+      if (round != 0 && round >= run_first_) {
+        --pending_run_;
+        if (round == v_.rounds) --pending_round_;
+      }
+      round = 0;
+    });
+  }
+
+  // Stable counting sort of order[begin, end) by role; roles_ holds their roles in order. If
+  // the round's blocking sends and receives share no tag, they keep their order (rule 3).
   uint64_t sort_round(size_t begin, size_t end) {
+    if (sends_ > 0 && receives_ > 0 && !shared_tag_)
+      for (Role& r : roles_)
+        if (r == Role::send || r == Role::exchange || r == Role::recv) r = Role::send;
     std::array<size_t, kReorderableRoles + 1> at{};
     for (Role r : roles_) ++at[static_cast<size_t>(r) + 1];
     for (size_t r = 1; r < at.size(); ++r) at[r] += at[r - 1];
@@ -201,23 +338,33 @@ class RoundSorter {
 
   RankView& v_;
   size_t round_begin_ = 0;
-  std::vector<Role> roles_;       // of order[round_begin_, ...)
-  std::vector<uint32_t> sorted_;  // scratch of sort_round
-  StampedMap used_;               // channel -> position of its last use in the round
-  StampedMap completed_;          // channel -> position of the last completion of its requests
-  StampedMap requests_;           // request ids started or completed in the round
-  int64_t last_post_ = -1;        // position of the last posting call
-  uint64_t last_channel_ = 0;     // and its channel
-  int64_t other_post_ = -1;       // position of the last posting call on another channel
+  static constexpr uint32_t kNoRun = UINT32_MAX;
+  uint32_t run_first_ = kNoRun;     // the first round of the current run
+  std::vector<Role> roles_;         // of order[round_begin_, ...)
+  std::vector<uint32_t> sorted_;    // scratch of sort_round
+  std::vector<uint64_t> channels_;  // of the call being placed (resolve())
+  StampedMap used_;                 // channel -> position of its last use in the round
+  StampedMap completed_;            // channel -> position of the last completion of its requests
+  StampedMap requests_;             // request ids started or completed in the round
+  int64_t last_post_ = -1;          // position of the last posting call
+  uint64_t last_channel_ = 0;       // and its (last) channel
+  int64_t other_post_ = -1;         // position of the last posting call on another channel
+  uint32_t sends_ = 0;              // blocking sends in the round
+  uint32_t receives_ = 0;           // blocking receives in the round (probes not counted)
+  uint32_t changes_ = 0;            // changes between sending and receiving among them
+  Flow last_flow_ = Flow::none;     // of the round's last blocking call
+  StampedMap send_tags_;            // tags of the round's blocking sends
+  StampedMap receive_tags_;         // tags of its blocking receives and probes (not wildcards)
+  bool any_tag_ = false;            // one of those took any tag (or was from MPI_PROC_NULL)
+  bool shared_tag_ = false;         // a blocking send and receive of the round share a tag
+  // Per request id: the round that posted (created or started) it while it is pending, else 0.
+  std::vector<uint32_t> posted_round_;
+  uint32_t pending_run_ = 0;        // requests posted in the run and pending
+  uint32_t pending_round_ = 0;      // of those, the ones posted in the current round
+  bool closed_ = false;             // a completion left none of the round's requests pending
 };
 
-bool reorderable(Role role) {
-  return static_cast<int>(role) < kReorderableRoles || role == Role::start;
-}
-
 }  // namespace
-
-uint64_t channel_of_call(const RankView& v, uint32_t index) { return resolve(v, index).channel; }
 
 uint64_t normalize(RankView& v) {
   const tr::RankTrace& t = *v.trace;
@@ -234,21 +381,9 @@ uint64_t normalize(RankView& v) {
       v.creator[r.request] = i + 1;
     }
   }
-  uint64_t moved = 0;
   v.round.assign(v.order.size(), 0);
   v.rounds = 0;
-  RoundSorter sorter(v);
-  for (size_t pos = 0; pos < v.order.size();) {
-    size_t end = pos;
-    while (end < v.order.size() && reorderable(role_of(v.record(v.order[end]).function))) ++end;
-    if (end == pos) {
-      v.round[pos++] = ++v.rounds;  // a call outside runs is a round of its own
-      continue;
-    }
-    moved += sorter.sort_run(pos, end);
-    pos = end;
-  }
-  return moved;
+  return Normalizer(v).run();
 }
 
 }  // namespace pskel::merge::detail

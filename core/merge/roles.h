@@ -18,8 +18,8 @@ enum class Role : uint8_t {
   send_post,      // MPI_Isend, MPI_Issend (and a Start of send requests)
   send,           // MPI_Send, Ssend, Rsend, Bsend
   exchange,       // MPI_Sendrecv, Sendrecv_replace
-  recv,           // MPI_Recv
-  completion,     // MPI_Wait*, MPI_Test*
+  recv,           // MPI_Recv, MPI_Probe
+  completion,     // MPI_Wait*, MPI_Test* (fixed when none of the run's requests is pending)
   start,          // MPI_Start, Startall: recv_post or send_post, by the requests it starts
   fixed,          // any other call: nothing moves across it
   pseudo,         // a record the tracer wrote itself (kind meta): not an event
@@ -56,6 +56,8 @@ constexpr Role role_from(const trace::FunctionInfo& f) {
       return Role::start;
     case FunctionKind::completion:
       return Role::completion;
+    case FunctionKind::probe:  // Probe waits for a message like a receive; Iprobe only polls
+      return f.id == FunctionId::MPI_Probe ? Role::recv : Role::fixed;
     case FunctionKind::meta:
       return Role::pseudo;
     default:

@@ -94,6 +94,10 @@ class Emitter {
   struct LoopCtx {
     std::string var;
     uint64_t orig = 0, run = 0;
+    bool scaled = false;
+    // Per world rank: the event whose gap in the first iteration is the loop's entry gap (the
+    // rank's first call in the body, if that is an event and not a loop), or kNoEvent.
+    std::vector<uint32_t> entry;
   };
 
   // ---- output -------------------------------------------------------------------------------
@@ -290,14 +294,16 @@ class Emitter {
 
   void compute(const std::vector<double>& ns, const std::vector<bool>& present, std::string_view name) {
     std::vector<double> units(ns.size(), 0);
+    std::vector<bool> here(ns.size(), false);  // the ranks that get to this call
     bool any = false;
     for (size_t r = 0; r < ns.size(); ++r) {
       if (!present[r] || !known_[r]) continue;
+      here[r] = true;
       units[r] = std::round(ns[r] / a_.ns_per_unit[r] * 1000.0) / 1000.0;
       any = any || units[r] > 0;
     }
     if (!any) return;
-    const std::string what = tables_.doubles(name, units, present);
+    const std::string what = tables_.doubles(name, units, here);
     if (in_scaled_ || s_.scale <= 1) line(fmt::format("pskel_compute({});", what));
     else line(fmt::format("pskel_compute_outside({});", what));
   }
@@ -427,7 +433,22 @@ class Emitter {
     const std::string var = fmt::format("i{}", loops_.size());
     line(fmt::format("for (long {0} = 0; {0} < {1}; ++{0}) {{", var, run));
     ++indent_;
-    loops_.push_back(LoopCtx{var, l.iterations, run});
+    LoopCtx ctx{var, l.iterations, run, scaled != nullptr, {}};
+    ctx.entry.assign(static_cast<size_t>(a_.world_size), kNoEvent);
+    for (const lt::RankLoop& r : l.ranks) {
+      for (const lt::Item& it : l.body) {
+        bool takes_part = false;
+        if (it.is_loop()) {
+          for (const lt::RankLoop& x : it.loop().ranks) takes_part = takes_part || x.rank == r.rank;
+        } else {
+          for (const lt::RankCall& c : it.event().ranks) takes_part = takes_part || c.rank == r.rank;
+        }
+        if (!takes_part) continue;
+        if (!it.is_loop()) ctx.entry[static_cast<size_t>(r.rank)] = it.event().id;
+        break;
+      }
+    }
+    loops_.push_back(std::move(ctx));
     body(l.body, mode);
     loops_.pop_back();
     --indent_;
@@ -463,7 +484,33 @@ class Emitter {
     const bool opened = open_if(present);
     std::vector<double> gap(static_cast<size_t>(a_.world_size), 0);
     for (const lt::RankCall& c : e.ranks) gap[static_cast<size_t>(c.rank)] = c.gap_ns.n ? c.gap_ns.mean : 0;
-    compute(gap, present, hint(e, "work"));
+    // The first call of a loop's body: in the first iteration its gap is the loop's entry gap,
+    // replayed before the loop (looptree.h). In a scaled loop every iteration gets the mean
+    // (one mean too many out of N, against a weight of N/run on a missing one).
+    std::vector<bool> skip(static_cast<size_t>(a_.world_size), false);
+    bool any_skip = false, all_skip = true;
+    if (!loops_.empty() && !loops_.back().scaled) {
+      for (const lt::RankCall& c : e.ranks) {
+        const auto r = static_cast<size_t>(c.rank);
+        if (!known_[r] || gap[r] <= 0) continue;
+        skip[r] = loops_.back().entry[r] == e.id;
+        any_skip = any_skip || skip[r];
+        all_skip = all_skip && skip[r];
+      }
+    }
+    if (!any_skip) {
+      compute(gap, present, hint(e, "work"));
+    } else {
+      const std::string cond =
+          all_skip ? fmt::format("{} > 0", loops_.back().var)
+                   : fmt::format("{} > 0 || !{}", loops_.back().var,
+                                 tables_.ints(hint(e, "entry"), std::vector<int64_t>(skip.begin(), skip.end()), present));
+      line(fmt::format("if ({}) {{  /* iteration 0: the loop's entry gap instead */", cond));
+      ++indent_;
+      compute(gap, present, hint(e, "work"));
+      --indent_;
+      line("}");
+    }
     if (info.fn == FunctionId::MPI_Finalize) {
       close(opened);
       return;
@@ -1238,7 +1285,7 @@ Result<Skeleton> generate(const trace::TraceSet& trace, const merge::MergedTrace
   detail::Analysis& a = analysed.value();
   detail::plan_groups(tree, a);
   const detail::Scaling scaling = detail::choose_scaling(
-      tree, std::max<int64_t>(1, options.scale), options.auto_scale, options.target_fraction,
+      tree, a, std::max<int64_t>(1, options.scale), options.auto_scale, options.target_fraction,
       options.min_seconds);
 
   detail::Emitter emitter(trace, tree, a, scaling, options);
@@ -1267,6 +1314,11 @@ Result<Skeleton> generate(const trace::TraceSet& trace, const merge::MergedTrace
   for (size_t c = 0; c < a.comms.size(); ++c)
     if (a.comm_tags_vary[c]) wildcarded.push_back(c == 0 ? "MPI_COMM_WORLD" : fmt::format("communicator {}", c));
   std::vector<std::string> warnings = a.warnings;
+  if (scaling.scale > 1 && scaling.loops.empty())
+    warnings.push_back(fmt::format(
+        "scale {}: no loop could be scaled (none whose iterations each complete their messages "
+        "and collectives); the skeleton replays the whole run",
+        scaling.scale));
   warnings.insert(warnings.end(), emitter.notes.begin(), emitter.notes.end());
   bool complete = true;
   for (const trace::RankTrace& rt : trace.ranks) complete = complete && rt.complete;

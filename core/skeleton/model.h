@@ -124,7 +124,7 @@ struct Scaling {
 
 // Time of `items` on `rank` in ns (gaps, calls and loop entry gaps).
 double items_ns(const std::vector<lt::Item>& items, int32_t rank);
-Scaling choose_scaling(const lt::LoopTree& tree, int64_t scale, bool auto_scale,
-                       double target_fraction, double min_seconds);
+Scaling choose_scaling(const lt::LoopTree& tree, const Analysis& analysis, int64_t scale,
+                       bool auto_scale, double target_fraction, double min_seconds);
 
 }  // namespace pskel::skeleton::detail

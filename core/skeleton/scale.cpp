@@ -1,13 +1,18 @@
 // Which loops the skeleton scales, and by how much (seed 000 §4: the loops that carry the run
-// shrink by K; compute outside them is scaled by 1/K). See model.h.
+// shrink by K; compute outside them is scaled by 1/K). See model.h and docs/skeleton.md.
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <set>
+#include <tuple>
 
 #include "skeleton/model.h"
 
 namespace pskel::skeleton::detail {
 
 namespace {
+
+using tr::FunctionId;
 
 double item_ns(const lt::Item& item, int32_t rank) {
   if (!item.is_loop()) {
@@ -37,50 +42,6 @@ double loop_ns(const lt::Loop& loop) {
   return worst;
 }
 
-// Whether every iteration of the loop leaves state later calls need: it makes or frees
-// communicators or persistent requests. Running fewer iterations would lose them.
-bool makes_state(const std::vector<lt::Item>& items) {
-  for (const lt::Item& item : items) {
-    if (item.is_loop()) {
-      if (makes_state(item.loop().body)) return true;
-      continue;
-    }
-    const tr::FunctionInfo* f = tr::find_function(item.event().function);
-    if (f == nullptr) continue;
-    if (f->kind == tr::FunctionKind::comm || f->kind == tr::FunctionKind::p2p_init ||
-        f->kind == tr::FunctionKind::request)
-      return true;
-  }
-  return false;
-}
-
-// The loops inside `loop` (itself included) to scale by `k`: the loop itself if it has at least
-// k iterations; otherwise inner loops that do, if they carry at least half of its time;
-// otherwise the loop itself (it then runs once). Loops that make state are not scaled (their
-// inner loops may be).
-void candidates(const lt::Loop& loop, int64_t k, std::vector<const lt::Loop*>& out) {
-  const bool state = makes_state(loop.body);
-  if (state) {
-    for (const lt::Item& item : loop.body)
-      if (item.is_loop()) candidates(item.loop(), k, out);
-    return;
-  }
-  if (loop.iterations >= static_cast<uint64_t>(k)) {
-    out.push_back(&loop);
-    return;
-  }
-  std::vector<const lt::Loop*> inner;
-  for (const lt::Item& item : loop.body)
-    if (item.is_loop()) candidates(item.loop(), k, inner);
-  double inner_ns = 0;
-  for (const lt::Loop* l : inner) inner_ns += loop_ns(*l);
-  if (!inner.empty() && inner_ns >= 0.5 * loop_ns(loop)) {
-    out.insert(out.end(), inner.begin(), inner.end());
-  } else {
-    out.push_back(&loop);
-  }
-}
-
 bool contains(const lt::Loop& loop, const lt::Loop* inner) {
   if (&loop == inner) return true;
   for (const lt::Item& item : loop.body)
@@ -88,19 +49,171 @@ bool contains(const lt::Loop& loop, const lt::Loop* inner) {
   return false;
 }
 
-std::vector<const lt::Loop*> choose(const lt::LoopTree& tree, int64_t k, double total_ns) {
-  std::vector<const lt::Loop*> chosen;
-  if (k <= 1) return chosen;
-  const lt::Loop* main = lt::main_loop(tree).loop;
-  for (const lt::Item& item : tree.items) {
-    if (!item.is_loop()) continue;
-    // Loops that carry less than 1 % of the run (a few setup calls) run in full; the main
-    // loop (the most calls) is always scaled.
-    if (loop_ns(item.loop()) < 0.01 * total_ns && !contains(item.loop(), main)) continue;
-    candidates(item.loop(), k, chosen);
+class Chooser {
+ public:
+  Chooser(const lt::LoopTree& tree, const Analysis& a) : tree_(tree), a_(a) {}
+
+  std::vector<const lt::Loop*> choose(int64_t k, double total_ns) {
+    std::vector<const lt::Loop*> chosen;
+    if (k <= 1) return chosen;
+    main_ = lt::main_loop(tree_).loop;
+    for (const lt::Item& item : tree_.items) {
+      if (!item.is_loop()) continue;
+      // Loops that carry less than 1 % of the run (a few setup calls) run in full; the main
+      // loop (the most calls) is always scaled if it can be.
+      if (loop_ns(item.loop()) < 0.01 * total_ns && !contains(item.loop(), main_)) continue;
+      candidates(item.loop(), k, chosen);
+    }
+    return chosen;
   }
-  return chosen;
-}
+
+  // Whether every iteration of the loop leaves state later calls need: it makes or frees
+  // communicators or persistent requests. Running fewer iterations would lose them.
+  static bool makes_state(const std::vector<lt::Item>& items) {
+    for (const lt::Item& item : items) {
+      if (item.is_loop()) {
+        if (makes_state(item.loop().body)) return true;
+        continue;
+      }
+      const tr::FunctionInfo* f = tr::find_function(item.event().function);
+      if (f == nullptr) continue;
+      if (f->kind == tr::FunctionKind::comm || f->kind == tr::FunctionKind::p2p_init ||
+          f->kind == tr::FunctionKind::request)
+        return true;
+    }
+    return false;
+  }
+
+ private:
+  // The loops inside `loop` (itself included) to scale by `k`: the loop itself if it has at
+  // least k iterations and every iteration is self-contained (balanced: each message sent in
+  // an iteration is received in it, each collective reached by all members); otherwise inner
+  // loops that are; the main loop runs once if it has fewer than k iterations and no inner
+  // loop qualifies. Loops that make state are not scaled (their inner loops may be).
+  void candidates(const lt::Loop& loop, int64_t k, std::vector<const lt::Loop*>& out) {
+    const bool scalable = !makes_state(loop.body) && balanced(loop);
+    if (scalable && loop.iterations >= static_cast<uint64_t>(k)) {
+      out.push_back(&loop);
+      return;
+    }
+    std::vector<const lt::Loop*> inner;
+    for (const lt::Item& item : loop.body)
+      if (item.is_loop()) candidates(item.loop(), k, inner);
+    double inner_ns = 0;
+    for (const lt::Loop* l : inner) inner_ns += loop_ns(*l);
+    if (scalable && &loop == main_ && (inner.empty() || inner_ns < 0.5 * loop_ns(loop))) {
+      out.push_back(&loop);
+      return;
+    }
+    out.insert(out.end(), inner.begin(), inner.end());
+  }
+
+  // Message and collective counts of one iteration of the body.
+  struct Counts {
+    std::map<std::tuple<int, int32_t, int32_t>, int64_t> sends, recvs;  // (comm, from, to)
+    std::map<std::pair<int, int32_t>, int64_t> collectives;             // (comm, rank)
+  };
+
+  void count(const std::vector<lt::Item>& items, int64_t times, Counts& c) const {
+    for (const lt::Item& item : items) {
+      if (item.is_loop()) {
+        count(item.loop().body, times * static_cast<int64_t>(item.loop().iterations), c);
+        continue;
+      }
+      const EventInfo& info = a_.events[item.event().id];
+      if (!info.skip.empty()) continue;
+      for (size_t j = 0; j < info.event->ranks.size(); ++j) {
+        const lt::RankCall& call = info.event->ranks[j];
+        const int comm = info.comm[j];
+        auto send = [&](int32_t to, int cm) {
+          if (to >= 0) c.sends[{cm, call.rank, to}] += times;
+        };
+        auto recv = [&](int32_t from, int cm) {
+          if (from >= 0 || from == tr::kAnySource) c.recvs[{cm, from, call.rank}] += times;
+        };
+        switch (info.fn) {
+          case FunctionId::MPI_Send:
+          case FunctionId::MPI_Ssend:
+          case FunctionId::MPI_Rsend:
+          case FunctionId::MPI_Bsend:
+          case FunctionId::MPI_Isend:
+          case FunctionId::MPI_Issend: send(call.peer, comm); break;
+          case FunctionId::MPI_Recv:
+          case FunctionId::MPI_Irecv: recv(call.source, comm); break;
+          case FunctionId::MPI_Sendrecv:
+          case FunctionId::MPI_Sendrecv_replace:
+            send(call.peer, comm);
+            recv(call.source, comm);
+            break;
+          case FunctionId::MPI_Start:
+          case FunctionId::MPI_Startall:
+            for (uint32_t init : info.starts[j]) {
+              const EventInfo& in = a_.events[init];
+              for (size_t x = 0; x < in.event->ranks.size(); ++x) {
+                const lt::RankCall& ic = in.event->ranks[x];
+                if (ic.rank != call.rank) continue;
+                if (in.fn == FunctionId::MPI_Send_init) send(ic.peer, in.comm[x]);
+                else recv(ic.source, in.comm[x]);
+              }
+            }
+            break;
+          default:
+            if (info.kind == tr::FunctionKind::collective || info.kind == tr::FunctionKind::icollective)
+              c.collectives[{comm, call.rank}] += times;
+            break;
+        }
+      }
+    }
+  }
+
+  bool balanced(const lt::Loop& loop) {
+    const auto known = balanced_.find(&loop);
+    if (known != balanced_.end()) return known->second;
+    Counts c;
+    count(loop.body, 1, c);
+    bool ok = true;
+    // Per destination: as many messages arrive as are received; per source too, unless the
+    // destination receives from any source.
+    std::map<std::pair<int, int32_t>, int64_t> net;
+    std::set<std::pair<int, int32_t>> wildcard;
+    for (const auto& [key, n] : c.sends) net[{std::get<0>(key), std::get<2>(key)}] += n;
+    for (const auto& [key, n] : c.recvs) {
+      net[{std::get<0>(key), std::get<2>(key)}] -= n;
+      if (std::get<1>(key) == tr::kAnySource) wildcard.insert({std::get<0>(key), std::get<2>(key)});
+    }
+    for (const auto& [key, n] : net) ok = ok && n == 0;
+    auto same = [&](const auto& key) {
+      if (std::get<1>(key) == tr::kAnySource || wildcard.count({std::get<0>(key), std::get<2>(key)}) != 0)
+        return true;
+      const auto s = c.sends.find(key);
+      const auto r = c.recvs.find(key);
+      return (s == c.sends.end() ? 0 : s->second) == (r == c.recvs.end() ? 0 : r->second);
+    };
+    for (const auto& [key, n] : c.sends) ok = ok && same(key);
+    for (const auto& [key, n] : c.recvs) ok = ok && same(key);
+    // Collectives: every member of the communicator the same number of times.
+    std::map<int, int64_t> per_comm;
+    for (const auto& [key, n] : c.collectives) {
+      const int comm = key.first;
+      const auto [it, fresh] = per_comm.try_emplace(comm, n);
+      if (!fresh && it->second != n) ok = false;
+      if (comm >= 2 && static_cast<size_t>(comm) < a_.comms.size()) {
+        for (int32_t m : a_.comms[static_cast<size_t>(comm)].members)
+          if (c.collectives.count({comm, m}) == 0) ok = false;
+      } else if (comm == 0) {
+        for (int32_t m = 0; m < a_.world_size; ++m)
+          if (c.collectives.count({comm, m}) == 0) ok = false;
+      }
+    }
+    balanced_[&loop] = ok;
+    return ok;
+  }
+
+  const lt::LoopTree& tree_;
+  const Analysis& a_;
+  const lt::Loop* main_ = nullptr;
+  std::map<const lt::Loop*, bool> balanced_;
+};
 
 }  // namespace
 
@@ -116,13 +229,14 @@ const ScaledLoop* Scaling::find(const lt::Loop* loop) const {
   return nullptr;
 }
 
-Scaling choose_scaling(const lt::LoopTree& tree, int64_t scale, bool auto_scale,
-                       double target_fraction, double min_seconds) {
+Scaling choose_scaling(const lt::LoopTree& tree, const Analysis& analysis, int64_t scale,
+                       bool auto_scale, double target_fraction, double min_seconds) {
   Scaling out;
   double total_ns = 0;
   for (int32_t r = 0; r < tree.world_size; ++r)
     total_ns = std::max(total_ns, items_ns(tree.items, r));
   out.traced_seconds = total_ns * 1e-9;
+  Chooser chooser(tree, analysis);
 
   auto scaled_ns = [&](const std::vector<const lt::Loop*>& loops) {
     double ns = 0;
@@ -137,7 +251,7 @@ Scaling choose_scaling(const lt::LoopTree& tree, int64_t scale, bool auto_scale,
     k = 1;
     const lt::MainLoop main = lt::main_loop(tree);
     if (total_ns > target_ns && main.loop != nullptr) {
-      const double s = scaled_ns(choose(tree, 10, total_ns));
+      const double s = scaled_ns(chooser.choose(10, total_ns));
       const double rest = total_ns - s;
       const double room = target_ns - rest;
       const double want = room > 0 ? s / room : static_cast<double>(main.loop->iterations);
@@ -146,7 +260,7 @@ Scaling choose_scaling(const lt::LoopTree& tree, int64_t scale, bool auto_scale,
     }
   }
   out.scale = k;
-  for (const lt::Loop* loop : choose(tree, k, total_ns)) {
+  for (const lt::Loop* loop : chooser.choose(k, total_ns)) {
     ScaledLoop s;
     s.loop = loop;
     s.run = std::max<uint64_t>(1, loop->iterations / static_cast<uint64_t>(k));
@@ -157,8 +271,9 @@ Scaling choose_scaling(const lt::LoopTree& tree, int64_t scale, bool auto_scale,
   double in_loops = 0;
   for (const ScaledLoop& s : out.loops) in_loops += s.seconds;
   out.scaled_seconds = in_loops;
-  out.estimated_skeleton_seconds =
-      k > 1 ? in_loops / static_cast<double>(k) + (out.traced_seconds - in_loops) : out.traced_seconds;
+  double estimate = out.traced_seconds;
+  for (const ScaledLoop& s : out.loops) estimate -= s.seconds * (1.0 - 1.0 / s.factor);
+  out.estimated_skeleton_seconds = estimate;
   return out;
 }
 

@@ -24,6 +24,7 @@ CREATE TABLE IF NOT EXISTS applications(
   user TEXT NOT NULL,
   key TEXT NOT NULL,
   created INTEGER NOT NULL,
+  script_key TEXT NOT NULL DEFAULT '',
   UNIQUE(uid, key));
 CREATE TABLE IF NOT EXISTS traces(
   job_id INTEGER PRIMARY KEY,
@@ -121,6 +122,10 @@ class Stmt {
     keep(sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT));
   }
   void bind_one(int i, std::nullptr_t) { keep(sqlite3_bind_null(stmt_, i)); }
+  void bind_one(int i, std::optional<uint32_t> v) {
+    if (v) bind_one(i, *v);
+    else bind_one(i, nullptr);
+  }
   void keep(int rc) {
     if (rc != SQLITE_OK && rc_ == SQLITE_OK) rc_ = rc;
   }
@@ -158,8 +163,18 @@ class Transaction {
   bool done_ = false;
 };
 
+// Columns id, uid, user, key, created, script_key from column c on.
 Application read_application(const Stmt& s, int c) {
-  return Application{s.i64(c), s.u32(c + 1), s.text(c + 2), s.text(c + 3), s.i64(c + 4)};
+  return Application{s.i64(c), s.u32(c + 1), s.text(c + 2), s.text(c + 3), s.i64(c + 4), s.text(c + 5)};
+}
+
+// Every row of a query, read by `read`.
+template <class F>
+auto collect(Stmt& s, F read) -> Result<std::vector<decltype(read(s))>> {
+  std::vector<decltype(read(s))> out;
+  while (s.next()) out.push_back(read(s));
+  if (!s.ok()) return s.error();
+  return out;
 }
 
 #define PSKEL_TRY(expr)                        \
@@ -175,7 +190,8 @@ Result<Store> Store::open(const std::string& path) {
   const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX |
                     SQLITE_OPEN_NOFOLLOW;
   if (sqlite3_open_v2(path.c_str(), &db, flags, nullptr) != SQLITE_OK) {
-    Error e{path, db ? sqlite3_errmsg(db) : "cannot open"};
+    Error e{path, std::string(db ? sqlite3_errmsg(db) : "cannot open") +
+                      (sqlite3_errcode(db) == SQLITE_CANTOPEN ? " (does its directory exist?)" : "")};
     sqlite3_close(db);
     return e;
   }
@@ -216,10 +232,14 @@ Store& Store::operator=(Store&& other) noexcept {
 Store::~Store() { sqlite3_close(db_); }
 
 Result<int64_t> Store::ensure_application(uint32_t uid, const std::string& user,
-                                          const std::string& key) {
+                                          const std::string& key, const std::string& script_key) {
   PSKEL_TRY(Stmt(db_, "INSERT OR IGNORE INTO applications(uid, user, key, created) VALUES(?,?,?,?)")
                 .bind(uid, user, key, now())
                 .run());
+  if (!script_key.empty() && script_key != key)
+    PSKEL_TRY(Stmt(db_, "UPDATE applications SET script_key=? WHERE uid=? AND key=?")
+                  .bind(script_key, uid, key)
+                  .run());
   Stmt s(db_, "SELECT id FROM applications WHERE uid=? AND key=?");
   s.bind(uid, key);
   if (!s.next()) return s.ok() ? Error{path_, "application vanished"} : s.error();
@@ -300,33 +320,26 @@ Result<bool> Store::set_partitions(const std::vector<exportfile::Partition>& par
 
 Result<std::vector<AppSummary>> Store::list(std::optional<uint32_t> uid) const {
   Stmt s(db_,
-         "SELECT a.id, a.uid, a.user, a.key, a.created, "
+         "SELECT a.id, a.uid, a.user, a.key, a.created, a.script_key, "
          "(SELECT COUNT(*) FROM traces t WHERE t.app_id=a.id), "
          "(SELECT COUNT(*) FROM predictions p WHERE p.app_id=a.id), "
          "(SELECT state FROM traces t WHERE t.app_id=a.id ORDER BY updated DESC, job_id DESC LIMIT 1), "
          "(SELECT message FROM traces t WHERE t.app_id=a.id ORDER BY updated DESC, job_id DESC LIMIT 1) "
          "FROM applications a WHERE ?1 IS NULL OR a.uid=?1 ORDER BY a.uid, a.key");
-  if (uid) s.bind(*uid);
-  else s.bind(nullptr);
-  std::vector<AppSummary> out;
-  while (s.next())
-    out.push_back(AppSummary{read_application(s, 0), static_cast<int>(s.i64(5)),
-                             static_cast<int>(s.i64(6)), s.text(7), s.text(8)});
-  if (!s.ok()) return s.error();
-  return out;
+  s.bind(uid);
+  return collect(s, [](const Stmt& r) {
+    return AppSummary{read_application(r, 0), static_cast<int>(r.i64(6)),
+                      static_cast<int>(r.i64(7)), r.text(8), r.text(9)};
+  });
 }
 
 Result<std::vector<Application>> Store::find_applications(const std::string& key,
                                                           std::optional<uint32_t> uid) const {
   Stmt s(db_,
-         "SELECT id, uid, user, key, created FROM applications WHERE (key=?1 OR "
+         "SELECT id, uid, user, key, created, script_key FROM applications WHERE (key=?1 OR "
          "CAST(id AS TEXT)=?1) AND (?2 IS NULL OR uid=?2) ORDER BY uid");
-  if (uid) s.bind(key, *uid);
-  else s.bind(key, nullptr);
-  std::vector<Application> out;
-  while (s.next()) out.push_back(read_application(s, 0));
-  if (!s.ok()) return s.error();
-  return out;
+  s.bind(key, uid);
+  return collect(s, [](const Stmt& r) { return read_application(r, 0); });
 }
 
 namespace {
@@ -346,10 +359,7 @@ Result<std::vector<Trace>> Store::traces(int64_t app_id) const {
   Stmt s(db_, (std::string("SELECT ") + kTraceColumns +
                " FROM traces WHERE app_id=? ORDER BY job_id").c_str());
   s.bind(app_id);
-  std::vector<Trace> out;
-  while (s.next()) out.push_back(read_trace(s));
-  if (!s.ok()) return s.error();
-  return out;
+  return collect(s, read_trace);
 }
 
 Result<std::optional<Trace>> Store::trace(int64_t job_id) const {
@@ -366,12 +376,10 @@ Result<std::vector<Prediction>> Store::predictions(int64_t app_id) const {
          "scale, predicted_seconds, created FROM predictions WHERE app_id=? "
          "ORDER BY ntasks, partition");
   s.bind(app_id);
-  std::vector<Prediction> out;
-  while (s.next())
-    out.push_back(Prediction{s.i64(0), s.i64(1), s.u32(2), s.u32(3), s.text(4), s.i64(5),
-                             s.f64(6), s.f64(7), s.f64(8), s.i64(9)});
-  if (!s.ok()) return s.error();
-  return out;
+  return collect(s, [](const Stmt& r) {
+    return Prediction{r.i64(0), r.i64(1), r.u32(2), r.u32(3), r.text(4), r.i64(5),
+                      r.f64(6), r.f64(7), r.f64(8), r.i64(9)};
+  });
 }
 
 Result<std::vector<Outcome>> Store::outcomes(int64_t app_id) const {
@@ -379,12 +387,10 @@ Result<std::vector<Outcome>> Store::outcomes(int64_t app_id) const {
          "SELECT job_id, uid, prediction_id, app_id, predicted_seconds, limit_minutes, "
          "actual_seconds, state, recorded FROM outcomes WHERE app_id=? ORDER BY job_id");
   s.bind(app_id);
-  std::vector<Outcome> out;
-  while (s.next())
-    out.push_back(Outcome{s.i64(0), s.u32(1), s.i64(2), s.i64(3), s.f64(4), s.u32(5), s.f64(6),
-                          s.text(7), s.i64(8)});
-  if (!s.ok()) return s.error();
-  return out;
+  return collect(s, [](const Stmt& r) {
+    return Outcome{r.i64(0), r.u32(1), r.i64(2), r.i64(3), r.f64(4), r.u32(5), r.f64(6),
+                   r.text(7), r.i64(8)};
+  });
 }
 
 Result<int> Store::forget(int64_t app_id) {
@@ -396,24 +402,23 @@ Result<int> Store::forget(int64_t app_id) {
 
 Result<std::vector<Accuracy>> Store::report(std::optional<uint32_t> uid) const {
   Stmt s(db_,
-         "SELECT a.id, a.uid, a.user, a.key, a.created, o.predicted_seconds, o.actual_seconds, "
+         "SELECT a.id, a.uid, a.user, a.key, a.created, a.script_key, o.predicted_seconds, o.actual_seconds, "
          "o.state FROM outcomes o JOIN applications a ON a.id=o.app_id "
          "WHERE o.actual_seconds > 0 AND (?1 IS NULL OR a.uid=?1) ORDER BY a.uid, a.key");
-  if (uid) s.bind(*uid);
-  else s.bind(nullptr);
+  s.bind(uid);
   std::vector<Accuracy> out;
   while (s.next()) {
     const Application app = read_application(s, 0);
     if (out.empty() || out.back().app.id != app.id) out.push_back(Accuracy{app});
     Accuracy& a = out.back();
-    const double predicted = s.f64(5), actual = s.f64(6);
+    const double predicted = s.f64(6), actual = s.f64(7);
     const double err = std::fabs(predicted - actual) / actual * 100.0;
     a.jobs += 1;
     a.mean_abs_error_pct += err;
     a.max_abs_error_pct = std::max(a.max_abs_error_pct, err);
     a.mean_predicted += predicted;
     a.mean_actual += actual;
-    a.timeouts += s.text(7) == "TIMEOUT" ? 1 : 0;
+    a.timeouts += s.text(8) == "TIMEOUT" ? 1 : 0;
   }
   if (!s.ok()) return s.error();
   for (Accuracy& a : out) {
@@ -434,7 +439,11 @@ Result<exportfile::Data> Store::export_data() const {
   if (!parts.ok()) return parts.error();
   Stmt s(db_,
          "SELECT p.uid, p.ntasks, p.partition, p.predicted_seconds, p.id, a.key "
-         "FROM predictions p JOIN applications a ON a.id=p.app_id AND a.uid=p.uid ORDER BY p.id");
+         "FROM predictions p JOIN applications a ON a.id=p.app_id AND a.uid=p.uid "
+         "UNION ALL "
+         "SELECT p.uid, p.ntasks, p.partition, p.predicted_seconds, p.id, a.script_key "
+         "FROM predictions p JOIN applications a ON a.id=p.app_id AND a.uid=p.uid "
+         "WHERE a.script_key <> '' AND a.script_key <> a.key ORDER BY 5");
   while (s.next()) {
     exportfile::Entry e{s.u32(0), s.u32(1), s.text(2), s.text(5), s.f64(3), s.i64(4)};
     if (exportfile::valid_word(e.partition) && exportfile::valid_word(e.app) && e.ntasks > 0 &&

@@ -27,6 +27,7 @@ struct Application {
   std::string user;
   std::string key;
   int64_t created = 0;
+  std::string script_key;  // "script:<hash>" of its batch script when key is a --predict name
 };
 
 // A traced job and how far the worker got with it.
@@ -105,7 +106,10 @@ class Store {
   Store& operator=(const Store&) = delete;
   ~Store();
 
-  Result<int64_t> ensure_application(uint32_t uid, const std::string& user, const std::string& key);
+  // The application (uid, key), created if needed; a non-empty script_key is recorded as its
+  // alias (the export carries its predictions under both keys).
+  Result<int64_t> ensure_application(uint32_t uid, const std::string& user, const std::string& key,
+                                     const std::string& script_key = "");
   // Inserts or replaces the trace row of trace.job_id.
   Result<bool> put_trace(const Trace& trace);
   Result<bool> set_trace_state(int64_t job_id, const std::string& state, const std::string& step,

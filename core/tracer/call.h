@@ -79,13 +79,16 @@ class StatusView {
  public:
   static StatusView of_c(const MPI_Status* s, bool array) { return {s, nullptr, array}; }
   static StatusView of_fortran(const MPI_Fint* s, bool array) { return {nullptr, s, array}; }
-  // Status i of an array, or the single status.
-  MPI_Status get(int i) const {
+  // Status i of an array, or the single status: the program's own in C, else converted into
+  // `scratch`. Not a copy: MPI has just written the status field by field, and a copy's wide
+  // loads would span those stores, which the CPU cannot forward from its store buffer: each
+  // load would wait until they reach the cache.
+  const MPI_Status& get(int i, MPI_Status& scratch) const {
     const int at = array_ ? i : 0;
     if (c_ != nullptr) return c_[at];
-    MPI_Status status{};
-    if (f_ != nullptr) PMPI_Status_f2c(f_ + at * kFortranStatusSize, &status);
-    return status;
+    scratch = MPI_Status{};
+    if (f_ != nullptr) PMPI_Status_f2c(f_ + at * kFortranStatusSize, &scratch);
+    return scratch;
   }
 
  private:
@@ -203,7 +206,7 @@ inline Call::~Call() {
   if (v_collective_) close_v_collective();
   const AuxCut cut = cut_aux_words(record_.function, s.aux.size());
   record_.aux_words = cut.kept;
-  s.untracked_requests += cut.lost_requests;
+  if (cut.lost_requests) s.untracked_requests += cut.lost_requests;
   s.writer.append(record_, s.aux.data(), record_.aux_words);
   g_recording = !s.finished;
 }

@@ -73,6 +73,8 @@ Result<std::optional<Ticket>> ticket_from_env(const Env& env) {
     const std::string name = get(env, "SPANK_PSKEL_APP");
     t.app_key = exportfile::valid_app_name(name) ? name : "";
   }
+  t.script_key = get(env, "SPANK_PSKEL_SCRIPT_KEY");
+  if (!exportfile::valid_word(t.script_key) || !t.script_key.starts_with("script:")) t.script_key.clear();
   if (t.limited && !parse_limited(limited, &t))
     return Error{"epilog environment", "SPANK_PSKEL_LIMITED: malformed: " + limited.substr(0, 80)};
   return std::optional<Ticket>(t);
@@ -85,6 +87,7 @@ std::string format_ticket(const Ticket& t) {
          "\nGid=" + std::to_string(t.gid) + "\nUser=" + t.user + "\nPartition=" + t.partition +
          "\nNtasks=" + std::to_string(t.ntasks) + "\nExitCode=" + t.exit_code +
          "\nTraced=" + (t.traced ? "1" : "0") + "\nAppKey=" + t.app_key +
+         "\nScriptKey=" + t.script_key +
          "\nLimited=" + (t.limited ? "1" : "0") +
          "\nPredictionId=" + std::to_string(t.prediction_id) +
          "\nPredictedSeconds=" + std::string(predicted, r.ptr) +
@@ -116,6 +119,7 @@ Result<Ticket> parse_ticket(std::string_view text, const std::string& origin) {
   t.traced = get(env, "Traced") == "1";
   t.limited = get(env, "Limited") == "1";
   t.app_key = get(env, "AppKey");
+  t.script_key = get(env, "ScriptKey");
   if (!ok || t.job_id == 0) return Error{origin, "malformed queue entry"};
   return t;
 }

@@ -2,7 +2,7 @@
 // The epilog sees SLURM_JOB_ID, SLURM_JOB_UID, SLURM_JOB_GID, SLURM_JOB_USER,
 // SLURM_JOB_PARTITION, SLURM_JOB_NTASKS, SLURM_JOB_EXIT_CODE2 and the job's spank_job_env as
 // SPANK_<name>: SPANK_PSKEL_PREDICT / SPANK_PSKEL_APP (set by spank_pskel.so in sbatch/srun),
-// SPANK_PSKEL_APP_KEY / SPANK_PSKEL_LIMITED (set by job_submit_pskel.so). slurmd removes the
+// SPANK_PSKEL_APP_KEY / SPANK_PSKEL_SCRIPT_KEY / SPANK_PSKEL_LIMITED (set by job_submit_pskel.so). slurmd removes the
 // SPANK__SLURM_SPANK_OPTION_* entries, so those are not relied on.
 // Pure functions; reentrant.
 #pragma once
@@ -27,6 +27,7 @@ struct Ticket {
   std::string exit_code;           // SLURM_JOB_EXIT_CODE2, "0:0"
   bool traced = false;             // --predict: run the pipeline
   std::string app_key;             // the application key ("" : not known)
+  std::string script_key;          // its batch script's key, when app_key is a --predict name
   bool limited = false;            // pskel set this job's limit: record the outcome
   int64_t prediction_id = 0;
   double predicted_seconds = 0;

@@ -230,21 +230,10 @@ Result<Worker::Calibration> Worker::step_calibrate(const Ticket& t, const TraceC
 }
 
 void Worker::refresh_export() {
-  RunOptions o;
-  o.env = child_environment("/", "root");
-  o.timeout_seconds = 60;
-  const RunResult r = run({conf_.scontrol, "show", "partition", "-o"}, o);
-  if (r.exit_code == 0) {
-    const auto partitions = parse_partitions(r.out);
-    if (!partitions.empty())
-      if (auto s = store_.set_partitions(partitions); !s) log_.line("partitions: " + s.error().line());
-  } else {
-    log_.line("partitions: scontrol: " + r.failure() + " (keeping the stored ones)");
-  }
-  if (auto w = store::write_export(store_, conf_.export_file); !w)
-    log_.line("export: " + w.error().line());
-  else
-    log_.line("export: written to " + conf_.export_file);
+  std::string note;
+  auto r = publish(conf_, store_, &note);
+  if (!note.empty()) log_.line(note);
+  log_.line(r ? "export: written to " + conf_.export_file : "export: " + r.error().line());
 }
 
 void Worker::run_pipeline(const Ticket& t, int64_t app_id, const std::optional<JobEnd>& end) {
@@ -321,7 +310,7 @@ void Worker::handle(const Ticket& t) {
   if (t.limited) record_outcome(t, end);
   if (!t.traced) return;
   const std::string key = t.app_key.empty() ? "unnamed" : t.app_key;
-  auto app = store_.ensure_application(t.uid, t.user, key);
+  auto app = store_.ensure_application(t.uid, t.user, key, t.script_key);
   if (!app) {
     log_.line(job + ": store: " + app.error().line());
     return;
@@ -402,6 +391,21 @@ void Log::line(const std::string& text) const {
   if (fd < 0) return;
   (void)!::write(fd, line.data(), line.size());
   ::close(fd);
+}
+
+Result<bool> publish(const config::Config& conf, store::Store& store, std::string* note) {
+  RunOptions o;
+  o.env = child_environment("/", "root");
+  o.timeout_seconds = 60;
+  const RunResult r = run({conf.scontrol, "show", "partition", "-o"}, o);
+  const auto partitions = r.exit_code == 0 ? parse_partitions(r.out) : std::vector<exportfile::Partition>{};
+  if (partitions.empty()) {
+    *note = "partitions: scontrol: " + (r.exit_code == 0 ? "no partitions" : r.failure()) +
+            " (keeping the stored ones)";
+  } else if (auto s = store.set_partitions(partitions); !s) {
+    *note = "partitions: " + s.error().line();
+  }
+  return store::write_export(store, conf.export_file);
 }
 
 std::vector<std::string> child_environment(const std::string& home, const std::string& user) {

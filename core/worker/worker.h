@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "store/store.h"
 #include "worker/ticket.h"
 
 namespace pskel::worker {
@@ -44,6 +45,11 @@ EpilogResult epilog(const config::Config& conf, const Env& env, bool detach = tr
 
 // Processes every queued ticket, then returns.
 void work(const config::Config& conf);
+
+// Publishes the store to job_submit_pskel.so: refreshes the partitions (MaxTime, the default
+// one) from `scontrol show partition`, keeping the stored ones if that fails (said in *note),
+// then rewrites the export atomically.
+Result<bool> publish(const config::Config& conf, store::Store& store, std::string* note);
 
 // The environment of the worker's child processes: a fixed PATH plus SLURM_CONF and
 // PSKEL_CONF if the worker has them.

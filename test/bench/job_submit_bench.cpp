@@ -193,16 +193,18 @@ int check(const Plugin& p, const std::string& dir) {
     Job j("#!/bin/sh\n", 1000, 1, "batch", {"_SLURM_SPANK_OPTION_pskel_predict=named", "PSKEL_PREDICT=1"});
     EXPECT(p.submit(&j.desc, 1000, &j.err_msg) == SLURM_SUCCESS);
     EXPECT(j.env("PSKEL_APP_KEY") == "named");
+    EXPECT(j.env("PSKEL_SCRIPT_KEY") == pskel::exportfile::app_key("", "#!/bin/sh\n", nullptr));
     EXPECT(j.desc.time_limit == 2);
-    EXPECT(j.desc.spank_job_env_size == 4);
-    EXPECT(j.desc.spank_job_env[4] == nullptr);
+    EXPECT(j.desc.spank_job_env_size == 5);  // + PSKEL_APP_KEY, PSKEL_SCRIPT_KEY, PSKEL_LIMITED
+    EXPECT(j.desc.spank_job_env[5] == nullptr);
   }
   {  // a bare --predict arrives as "(null)": the script is the key; a forged key is replaced
     Job j(script_of(3), 1003, 4, "batch",
           {"_SLURM_SPANK_OPTION_pskel_predict=(null)", "PSKEL_APP_KEY=forged"});
     EXPECT(p.submit(&j.desc, 1003, &j.err_msg) == SLURM_SUCCESS);
     EXPECT(j.env("PSKEL_APP_KEY") == pskel::exportfile::app_key("", script_of(3).c_str(), nullptr));
-    EXPECT(j.desc.spank_job_env_size == 3);
+    EXPECT(j.env("PSKEL_SCRIPT_KEY").empty());  // the key is the script's already
+    EXPECT(j.desc.spank_job_env_size == 3);  // + PSKEL_LIMITED
   }
   {  // job_modify leaves everything alone
     Job j(script_of(0), 1000, 4, "batch");

@@ -184,6 +184,14 @@ class LocalSlurm:
         return "\n".join(out)
 
     def stop(self):
+        if any(p.poll() is None for name, p in self.procs if name == "slurmctld"):
+            # Jobs first, so that no slurmstepd outlives the cluster.
+            jobs = self.run(["squeue", "-h", "-o", "%i"]).stdout.split()
+            if jobs:
+                self.run(["scancel"] + jobs)
+                end = time.time() + 30
+                while time.time() < end and self.run(["squeue", "-h", "-o", "%i"]).stdout.strip():
+                    time.sleep(0.5)
         for name, p in reversed(self.procs):
             if p.poll() is None:
                 try:
@@ -197,6 +205,19 @@ class LocalSlurm:
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait()
         self.procs = []
+        self._kill_strays()
+
+    def _kill_strays(self):
+        """Processes that still carry this cluster's SLURM_CONF (slurmstepd daemonises)."""
+        marker = f"SLURM_CONF={self.conf}".encode()
+        for proc in pathlib.Path("/proc").iterdir():
+            if not proc.name.isdigit() or int(proc.name) == os.getpid():
+                continue
+            try:
+                if marker in (proc / "environ").read_bytes().split(b"\0"):
+                    os.kill(int(proc.name), signal.SIGKILL)
+            except (OSError, ValueError):
+                pass
 
     def cleanup(self):
         self.stop()

@@ -84,6 +84,7 @@ def setUpModule():
     os.chmod(TMP, 0o755)
     SPOOL, STATE = TMP / "spool", TMP / "state"
     (TMP / "jobs").mkdir()
+    STATE.mkdir(mode=0o755)
     os.chmod(TMP / "jobs", 0o1777)
     CONF = TMP / "pskel.conf"
     write_conf()
@@ -136,16 +137,24 @@ def submit(script, *args, user=None, check=True):
     return job_id, r
 
 
-def finish(job_id, idle_within=8):
-    """Waits for the job; asserts the node is idle again within `idle_within` seconds."""
-    fields = SLURM.wait_job(job_id, timeout=300)
-    end = time.time() + idle_within
-    while SLURM.node_state() != "idle":
-        if time.time() > end:
-            raise AssertionError(f"node stays {SLURM.node_state()} after job {job_id}\n"
-                                 f"{SLURM.logs()}")
+def finish(job_id, completing_within=8):
+    """Waits for the job to end; asserts it spent at most `completing_within` seconds
+    COMPLETING (i.e. the epilog returned at once and the node was free again)."""
+    end = time.time() + 300
+    completing_since = None
+    while time.time() < end:
+        fields = SLURM.job(job_id)
+        state = fields.get("JobState", "")
+        if state == "COMPLETING" and completing_since is None:
+            completing_since = time.time()
+        if state not in ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", ""):
+            if completing_since is not None:
+                took = time.time() - completing_since
+                if took > completing_within:
+                    raise AssertionError(f"job {job_id} was COMPLETING for {took:.1f} s")
+            return fields
         time.sleep(0.2)
-    return fields
+    raise AssertionError(f"job {job_id} did not finish: {SLURM.job(job_id)}\n{SLURM.logs()}")
 
 
 def output(script, job_id):
@@ -167,7 +176,7 @@ def trace_steps(job_id):
 
 def pskel(*args):
     r = subprocess.run([str(PSKEL), *args, "--conf", str(CONF)], capture_output=True, text=True,
-                       timeout=120)
+                       timeout=120, env=SLURM.env())
     if r.returncode != 0:
         raise AssertionError(f"pskel {' '.join(args)}: {r.stderr}")
     return json.loads(r.stdout) if "--json" in args else r.stdout
@@ -345,7 +354,7 @@ class TimeLimits(unittest.TestCase):
         self.assertEqual(fields["TimeLimit"], "00:07:00")
         self.assertNotIn("AdminComment=pskel", SLURM.scontrol("show", "job", str(own)).stdout)
 
-        other, _ = submit(job_script("other.sh", "sleep 1"), "--ntasks=1")
+        other, _ = submit(job_script("other.sh", "sleep 2"), "--ntasks=1")
         self.assertEqual(finish(other)["TimeLimit"], "00:30:00")  # the partition's default
 
         # The outcome of the job pskel limited reaches the store and the report.
@@ -448,8 +457,10 @@ class Worker(unittest.TestCase):
                          (2, slurmlib.PARTITION))
         predicted = predictions[0]["predicted_seconds"]
         self.assertGreater(predicted, 0)
+        self.assertEqual(shown["script_key"], "script:" + fnv1a64(script.read_bytes()))
         time.sleep(3)
-        again, r = submit(script, f"--predict={name}", "--ntasks=2")
+        # The same script again, without --predict and without --time.
+        again, r = submit(script, "--ntasks=2")
         expected = -(-(predicted * 1.2 + 60) // 60)
         self.assertIn(f"pskel: time limit set to {int(expected)} min", r.stderr)
         fields = finish(again)

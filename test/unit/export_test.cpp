@@ -12,6 +12,7 @@
 #include "export/export.h"
 #include "jobsubmit/cache.h"
 #include "jobsubmit/policy.h"
+#include "scratch_dir.h"
 
 using namespace pskel;
 using exportfile::Data;
@@ -26,11 +27,7 @@ Data sample() {
   return d;
 }
 
-std::string scratch_dir() {
-  const std::string dir = "/tmp/pskel-export-test." + std::to_string(::getpid());
-  ::mkdir(dir.c_str(), 0700);
-  return dir;
-}
+std::string scratch_dir() { return pskel::testing::scratch_dir("export-test"); }
 
 void write_text(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".t";

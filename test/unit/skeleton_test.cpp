@@ -296,3 +296,27 @@ TEST_CASE("skeleton: the runtime sources are embedded and listed for compiling")
   REQUIRE(units.size() == 3);
   CHECK(units[0] == "skeleton.c");
 }
+
+TEST_CASE("skeleton: a loop's entry gap replaces its first call's gap in the first iteration") {
+  // Per iteration: a long compute (9000 ns) before the first Allreduce and a short one (1000 ns)
+  // before the second; the two fold into one event in a loop of 2, whose first instance's gap
+  // is the loop's entry gap (S1) and whose in-loop mean is the second's.
+  auto w = pskel::test::world(2);
+  for (int r = 0; r < 2; ++r) {
+    w[r].add(Fn::MPI_Init);
+    for (int i = 0; i < 6; ++i) {
+      w[r].timing(500, 100);
+      w[r].send(1 - r, 1, 1, Fn::MPI_Sendrecv).source = 1 - r;
+      w[r].timing(9000, 100);
+      w[r].collective(Fn::MPI_Allreduce, 1, tr::kNoRank, tr::Op::sum);
+      w[r].timing(1000, 100);
+      w[r].collective(Fn::MPI_Allreduce, 1, tr::kNoRank, tr::Op::sum);
+    }
+    w[r].add(Fn::MPI_Finalize);
+  }
+  const sk::Skeleton s = generate(build(w, 1.0));
+  CHECK(has(s.source, "for (long i1 = 0; i1 < 2; ++i1) {"));
+  CHECK(has(s.source, "if (i1 > 0) {  /* iteration 0: the loop's entry gap instead */"));
+  CHECK(has(s.source, "pskel_compute(9000.0);"));  // the entry gap, before the inner loop
+  CHECK(has(s.source, "pskel_compute(1000.0);"));  // the in-loop gap, iterations 1..
+}

@@ -56,6 +56,13 @@ TEST_CASE("BadValuesAreRejected") {
   }
 }
 
+TEST_CASE("TheInstalledConfigParses") {
+  auto c = config::load_config(PSKEL_ETC_CONF);
+  REQUIRE_MESSAGE(c.ok(), c.error().line());
+  CHECK(c.value().policy == config::Policy::UnsetOnly);
+  CHECK(c.value().launcher_mpich == "srun --mpi=pmi2 -n {ntasks}");
+}
+
 TEST_CASE("MissingConfigFileIsAnErrorUnlessAllowed") {
   CHECK_FALSE(config::load_config("/nonexistent/pskel.conf").ok());
   CHECK(config::load_config("/nonexistent/pskel.conf", true).ok());

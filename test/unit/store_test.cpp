@@ -8,6 +8,7 @@
 
 #include "export/export.h"
 #include "jobsubmit/cache.h"
+#include "scratch_dir.h"
 #include "store/store.h"
 
 using namespace pskel;
@@ -15,9 +16,7 @@ using namespace pskel;
 namespace {
 
 std::string fresh_db(const char* name) {
-  const std::string dir = "/tmp/pskel-store-test." + std::to_string(::getpid());
-  ::mkdir(dir.c_str(), 0700);
-  const std::string path = dir + "/" + name + ".db";
+  const std::string path = pskel::testing::scratch_dir("store-test") + "/" + name + ".db";
   for (const char* suffix : {"", "-wal", "-shm"}) ::unlink((path + suffix).c_str());
   return path;
 }
@@ -46,6 +45,20 @@ store::Prediction prediction(int64_t app, uint32_t uid, const std::string& parti
   return p;
 }
 
+store::Store open_fresh(const char* name) {
+  auto s = store::Store::open(fresh_db(name));
+  REQUIRE_MESSAGE(s.ok(), s.error().line());
+  return std::move(s).value();
+}
+
+// An application of `uid` with a running trace of `job`.
+int64_t traced_app(store::Store& s, uint32_t uid, const std::string& key, int64_t job,
+                   const std::string& script_key = "") {
+  const int64_t app = s.ensure_application(uid, "user" + std::to_string(uid), key, script_key).value();
+  REQUIRE(s.put_trace(trace_row(job, app, uid)).ok());
+  return app;
+}
+
 }  // namespace
 
 TEST_CASE("ApplicationsAreKeyedByUserAndKey") {
@@ -64,11 +77,8 @@ TEST_CASE("ApplicationsAreKeyedByUserAndKey") {
 }
 
 TEST_CASE("PredictionsAreStoredTogetherAndReplaceOlderOnes") {
-  auto opened = store::Store::open(fresh_db("pred"));
-  REQUIRE(opened.ok());
-  store::Store& s = opened.value();
-  const int64_t app = s.ensure_application(1000, "alice", "lu").value();
-  REQUIRE(s.put_trace(trace_row(11, app, 1000)).ok());
+  store::Store s = open_fresh("pred");
+  const int64_t app = traced_app(s, 1000, "lu", 11);
   store::Skeleton sk{0, 11, "/spool/job.11/skeleton", "/spool/job.11/skeleton/skeleton", 10};
   auto ids = s.add_predictions(11, sk, {prediction(app, 1000, "batch", 100), prediction(app, 1000, "debug", 50)});
   REQUIRE_MESSAGE(ids.ok(), ids.error().line());
@@ -85,11 +95,8 @@ TEST_CASE("PredictionsAreStoredTogetherAndReplaceOlderOnes") {
 }
 
 TEST_CASE("AFailedTransactionLeavesNoPrediction") {
-  auto opened = store::Store::open(fresh_db("atomic"));
-  REQUIRE(opened.ok());
-  store::Store& s = opened.value();
-  const int64_t app = s.ensure_application(1000, "alice", "lu").value();
-  REQUIRE(s.put_trace(trace_row(21, app, 1000)).ok());
+  store::Store s = open_fresh("atomic");
+  const int64_t app = traced_app(s, 1000, "lu", 21);
   // The second prediction names an application that does not exist: the foreign key fails
   // after the skeleton and the first prediction were inserted.
   auto r = s.add_predictions(21, {0, 21, "/d", "/d/s", 4},
@@ -100,12 +107,23 @@ TEST_CASE("AFailedTransactionLeavesNoPrediction") {
   CHECK(s.trace(21).value()->state == "running");
 }
 
+TEST_CASE("ANamedApplicationIsAlsoExportedUnderItsScript") {
+  store::Store s = open_fresh("alias");
+  const int64_t app = traced_app(s, 1000, "lu", 81, "script:00000000000000aa");
+  CHECK(s.ensure_application(1000, "user1000", "lu").value() == app);  // the alias stays
+  REQUIRE(s.add_predictions(81, {0, 81, "/d", "/d/s", 4}, {prediction(app, 1000, "batch", 100)}).ok());
+  const jobsubmit::Snapshot snap(s.export_data().value());
+  CHECK(snap.size() == 2);
+  REQUIRE(snap.find(1000, "lu", 4, "batch"));
+  REQUIRE(snap.find(1000, "script:00000000000000aa", 4, "batch"));
+  CHECK(snap.find(1000, "script:00000000000000aa", 4, "batch")->prediction_id ==
+        snap.find(1000, "lu", 4, "batch")->prediction_id);
+  CHECK(s.find_applications("lu", std::nullopt).value()[0].script_key == "script:00000000000000aa");
+}
+
 TEST_CASE("TraceFailuresAreRecorded") {
-  auto opened = store::Store::open(fresh_db("fail"));
-  REQUIRE(opened.ok());
-  store::Store& s = opened.value();
-  const int64_t app = s.ensure_application(0, "root", "ring").value();
-  REQUIRE(s.put_trace(trace_row(31, app, 0)).ok());
+  store::Store s = open_fresh("fail");
+  traced_app(s, 0, "ring", 31);
   REQUIRE(s.set_trace_state(31, "failed", "skeleton", "skeleton: not available").ok());
   REQUIRE(s.set_trace_runtime(31, 12.5).ok());
   const auto t = s.trace(31).value();
@@ -121,15 +139,11 @@ TEST_CASE("TraceFailuresAreRecorded") {
 }
 
 TEST_CASE("OneUsersTracesNeverPredictForAnother") {
-  auto opened = store::Store::open(fresh_db("users"));
-  REQUIRE(opened.ok());
-  store::Store& s = opened.value();
-  const int64_t alice = s.ensure_application(1000, "alice", "lu").value();
-  REQUIRE(s.put_trace(trace_row(41, alice, 1000)).ok());
+  store::Store s = open_fresh("users");
+  const int64_t alice = traced_app(s, 1000, "lu", 41);
   REQUIRE(s.add_predictions(41, {0, 41, "/d", "/d/s", 4}, {prediction(alice, 1000, "batch", 100)}).ok());
   // A prediction row claiming bob's uid for alice's application is not exported.
-  const int64_t bob_app = s.ensure_application(1001, "bob", "cg").value();
-  REQUIRE(s.put_trace(trace_row(42, bob_app, 1001)).ok());
+  traced_app(s, 1001, "cg", 42);
   REQUIRE(s.add_predictions(42, {0, 42, "/d", "/d/s", 4}, {prediction(alice, 1001, "debug", 5)}).ok());
   const auto data = s.export_data().value();
   REQUIRE(data.entries.size() == 1);
@@ -141,11 +155,8 @@ TEST_CASE("OneUsersTracesNeverPredictForAnother") {
 }
 
 TEST_CASE("OutcomesFeedTheReport") {
-  auto opened = store::Store::open(fresh_db("report"));
-  REQUIRE(opened.ok());
-  store::Store& s = opened.value();
-  const int64_t app = s.ensure_application(1000, "alice", "lu").value();
-  REQUIRE(s.put_trace(trace_row(51, app, 1000)).ok());
+  store::Store s = open_fresh("report");
+  const int64_t app = traced_app(s, 1000, "lu", 51);
   const int64_t pid = s.add_predictions(51, {0, 51, "/d", "/d/s", 4},
                                         {prediction(app, 1000, "batch", 100)}).value()[0];
   REQUIRE(s.record_outcome({60, 1000, pid, 0, 100, 3, 110, "COMPLETED", 0}).ok());

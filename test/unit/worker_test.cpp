@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "scratch_dir.h"
 #include "util/safe_dir.h"
 #include "worker/process.h"
 #include "worker/slurm_text.h"
@@ -28,9 +29,7 @@ Env base_env() {
 }
 
 std::string scratch(const std::string& name) {
-  const std::string dir = "/tmp/pskel-worker-test." + std::to_string(::getpid());
-  ::mkdir(dir.c_str(), 0700);
-  const std::string path = dir + "/" + name;
+  const std::string path = pskel::testing::scratch_dir("worker-test") + "/" + name;
   std::string cmd = "rm -rf '" + path + "'";
   REQUIRE(std::system(cmd.c_str()) == 0);
   return path;
@@ -70,6 +69,12 @@ TEST_CASE("TracedJobBecomesATicket") {
   CHECK(k.traced);
   CHECK_FALSE(k.limited);
   CHECK(k.app_key == "script:0123456789abcdef");
+  CHECK(k.script_key.empty());
+  env["SPANK_PSKEL_APP_KEY"] = "lu";
+  env["SPANK_PSKEL_SCRIPT_KEY"] = "script:0123456789abcdef";
+  CHECK(ticket_from_env(env).value()->script_key == "script:0123456789abcdef");
+  env["SPANK_PSKEL_SCRIPT_KEY"] = "lu2";  // not a script key
+  CHECK(ticket_from_env(env).value()->script_key.empty());
 }
 
 TEST_CASE("WithoutJobSubmitTheNameGivenToPredictIsTheKey") {
@@ -117,6 +122,7 @@ TEST_CASE("TicketsRoundTrip") {
   env["SPANK_PSKEL_PREDICT"] = "1";
   env["SPANK_PSKEL_LIMITED"] = "7:125.5:4";
   env["SPANK_PSKEL_APP_KEY"] = "lu";
+  env["SPANK_PSKEL_SCRIPT_KEY"] = "script:0123456789abcdef";
   Ticket t = *ticket_from_env(env).value();
   t.attempts = 2;
   auto back = parse_ticket(format_ticket(t), "q");

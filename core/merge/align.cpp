@@ -44,6 +44,7 @@
 // that budget counts as not pullable). So O(n·L) when ranks agree and O(m·n·L) at worst.
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "merge/internal.h"
@@ -206,27 +207,23 @@ class Aligner {
   // Holds nobody when there is no clear majority (a butterfly, a master and its workers).
   // Returns whether it held a rank. O(n) when all agree, O(n·m) at worst.
   bool hold_strays(uint32_t shape) {
-    int32_t busiest = -1;
-    size_t holders = 0;
+    holders_.clear();
+    size_t busiest = 0, most = 0;
     for (int32_t r : active_) {
       if (cursor(r).pull_at != kNone || current(r) != shape) continue;
-      ++holders;
-      if (busiest < 0 || left(r) > left(busiest)) busiest = r;
+      const size_t calls = left(r);
+      if (holders_.empty() || calls > most) busiest = holders_.size(), most = calls;
+      holders_.push_back({r, peers(r)});
     }
-    if (holders < 3) return false;
-    const uint64_t majority = peers(busiest);
-    size_t agree = 0;
-    for (int32_t r : active_)
-      if (cursor(r).pull_at == kNone && current(r) == shape && peers_agree(peers(r), majority))
-        ++agree;
-    if (agree == holders || 2 * agree <= holders) return false;
+    if (holders_.size() < 3) return false;
+    const uint64_t majority = holders_[busiest].second;
+    size_t strays = 0;
+    for (const auto& [r, own] : holders_) strays += !peers_agree(own, majority);
+    if (strays == 0 || 2 * strays >= holders_.size()) return false;
     bool held = false;
-    for (int32_t r : active_) {
-      if (cursor(r).pull_at != kNone || current(r) != shape) continue;
-      const uint64_t own = peers(r);
-      if (peers_agree(own, majority)) continue;
-      if (later_with_peers(busiest, own)) cursor(r).held = held = true;
-    }
+    for (const auto& [r, own] : holders_)
+      if (!peers_agree(own, majority) && later_with_peers(holders_[busiest].first, own))
+        cursor(r).held = held = true;
     return held;
   }
 
@@ -454,6 +451,7 @@ class Aligner {
   std::vector<int32_t> active_;        // unfinished ranks, ascending
   std::vector<uint32_t> candidate_of_; // per rank: its current candidate (scratch)
   std::vector<Candidate> candidates_;  // scratch of choose()
+  std::vector<std::pair<int32_t, uint64_t>> holders_;  // (rank, peers): scratch of hold_strays()
   std::vector<Found> found_;           // pullable calls found by choose() (scratch)
   StampedMap round_shapes_;            // (candidate, shape) in its first holder's round
   size_t pull_budget_ = 0;             // calls a rank's pull checks may still pass (m a step)

@@ -210,8 +210,7 @@ class Normalizer {
     last_channel_ = 0;
     sends_ = receives_ = changes_ = 0;
     last_flow_ = Flow::none;
-    send_tags_.clear();
-    receive_tags_.clear();
+    send_tags_.size = receive_tags_.size = 0;
     any_tag_ = shared_tag_ = false;
     pending_round_ = 0;
     closed_ = false;
@@ -266,6 +265,7 @@ class Normalizer {
       closed_ = pending_round_ == 0;
       return;
     }
+    if (!non_blocking_post(call.raw)) return;  // blocking calls have no requests
     for_each_request(v_, index, [&](int64_t id) {
       if (id == 0) return;
       requests_.set(static_cast<uint64_t>(id), 1);
@@ -280,21 +280,37 @@ class Normalizer {
   // Notes the tag of a blocking send or receive (or probe); shared_tag_ is set once a send and
   // a receive of the round can carry the same message tag (a receive with MPI_ANY_TAG, or from
   // MPI_PROC_NULL, can carry any).
+  // A round with more distinct tags on one side than kTags is taken as sharing one (sorted
+  // as any round), so that the check stays O(1) per call.
   void note_tag(Flow flow, const tr::Record& r) {
+    if (shared_tag_) return;
     if (flow == Flow::send) {
-      const auto tag = static_cast<uint64_t>(static_cast<uint32_t>(r.tag));
-      shared_tag_ = shared_tag_ || any_tag_ || receive_tags_.find(tag);
-      send_tags_.set(tag, 1);
+      shared_tag_ = any_tag_ || holds(receive_tags_, r.tag) || !add(send_tags_, r.tag);
       return;
     }
     if ((r.flags & tr::kFlagAnyTag) || r.recv_tag == tr::kAnyTag) {
       any_tag_ = true;
-      shared_tag_ = shared_tag_ || sends_ > 0;
+      shared_tag_ = sends_ > 0;
       return;
     }
-    const auto tag = static_cast<uint64_t>(static_cast<uint32_t>(r.recv_tag));
-    shared_tag_ = shared_tag_ || send_tags_.find(tag);
-    receive_tags_.set(tag, 1);
+    shared_tag_ = holds(send_tags_, r.recv_tag) || !add(receive_tags_, r.recv_tag);
+  }
+  static constexpr size_t kTags = 8;
+  struct Tags {
+    std::array<int32_t, kTags> tag;
+    size_t size = 0;
+  };
+  static bool holds(const Tags& t, int32_t tag) {
+    for (size_t i = 0; i < t.size; ++i)
+      if (t.tag[i] == tag) return true;
+    return false;
+  }
+  // Adds `tag` unless present; false if there was no room.
+  static bool add(Tags& t, int32_t tag) {
+    if (holds(t, tag)) return true;
+    if (t.size == kTags) return false;
+    t.tag[t.size++] = tag;
+    return true;
   }
 
   // The requests completed by the completion at record `index`, position `pos`: no longer
@@ -353,8 +369,8 @@ class Normalizer {
   uint32_t receives_ = 0;           // blocking receives in the round (probes not counted)
   uint32_t changes_ = 0;            // changes between sending and receiving among them
   Flow last_flow_ = Flow::none;     // of the round's last blocking call
-  StampedMap send_tags_;            // tags of the round's blocking sends
-  StampedMap receive_tags_;         // tags of its blocking receives and probes (not wildcards)
+  Tags send_tags_;                  // tags of the round's blocking sends
+  Tags receive_tags_;               // tags of its blocking receives and probes (not wildcards)
   bool any_tag_ = false;            // one of those took any tag (or was from MPI_PROC_NULL)
   bool shared_tag_ = false;         // a blocking send and receive of the round share a tag
   // Per request id: the round that posted (created or started) it while it is pending, else 0.

@@ -2,6 +2,7 @@
 // ranks, the symbols, gaps and stats, over TraceSets built in memory (trace_builder.h).
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -484,6 +485,187 @@ TEST_CASE("empty inputs: no ranks, ranks without calls, ranks with only pseudo-r
   REQUIRE(m.events.size() == 1);
   CHECK(ranks_of(m, m.events[0]) == std::vector<int32_t>{2});
   CHECK(m.gap_ns[1] == std::vector<int64_t>{0});
+}
+
+// The parts of event e make one statement: every part that has a peer has it at the same
+// offset from its own rank.
+bool one_direction(const tr::TraceSet& set, const mg::MergedTrace& m, const mg::Event& e) {
+  std::vector<int32_t> offsets;
+  for (const mg::Part& p : m.parts_of(e)) {
+    const tr::Record& r = set.ranks[static_cast<size_t>(p.rank)].records[p.record];
+    if (r.peer >= 0) offsets.push_back(r.peer - p.rank);
+    else if (r.source >= 0) offsets.push_back(r.source - p.rank);
+  }
+  return std::adjacent_find(offsets.begin(), offsets.end(), std::not_equal_to<>()) ==
+         offsets.end();
+}
+
+TEST_CASE("two-rank ring: a statement that ends with a receive and one that starts with one") {
+  // ring.c on two ranks: rank 1's "Bsend, Recv" is followed by the next iteration's "Recv, Send"
+  // from the same neighbour. One round, they became "Bsend Send Recv Recv".
+  const int iters = 5;
+  auto ranks = world(2);
+  for (int32_t r = 0; r < 2; ++r) {
+    RankBuilder& b = ranks[static_cast<size_t>(r)];
+    for (int it = 0; it < iters; ++it) {
+      if (r == 0) {
+        b.send(1, 1);
+        b.recv(1, 1);
+      } else {
+        b.recv(0, 1);
+        b.send(0, 1);
+      }
+      b.send(1 - r, 5, 1, Fn::MPI_Bsend);
+      b.recv(1 - r, 5);
+    }
+  }
+  const tr::TraceSet set = trace_set(ranks);
+  for (const tr::RankTrace& t : set.ranks) {
+    auto order = canonical(t);
+    order.resize(8);
+    CHECK(order == std::vector<Fn>{Fn::MPI_Send, Fn::MPI_Recv, Fn::MPI_Bsend, Fn::MPI_Recv,
+                                   Fn::MPI_Send, Fn::MPI_Recv, Fn::MPI_Bsend, Fn::MPI_Recv});
+  }
+  const mg::MergedTrace m = merged(set);
+  CHECK(m.events.size() == busiest(set));
+  for (const mg::Event& e : m.events) CHECK(ranks_of(m, e) == all_ranks(2));
+  check_periodic(m, 0, 4, iters);
+}
+
+TEST_CASE("completions of non-blocking collectives or of requests a collective separated stay") {
+  // persistent.c: each iteration's persistent exchange follows the Wait*/Test* of the previous
+  // iteration's non-blocking collectives (moved after its posts, the loop came out rotated);
+  // ring.c: "Irecv, Barrier, Rsend, Wait". Nothing moves.
+  const int32_t n = 3;
+  const int iters = 4;
+  auto ranks = world(n);
+  for (int32_t r = 0; r < n; ++r) {
+    RankBuilder& b = ranks[static_cast<size_t>(r)];
+    const int32_t left = mod(r - 1, n), right = mod(r + 1, n);
+    b.add(Fn::MPI_Init);
+    const uint32_t rl = b.recv_init(left, 1), sr = b.send_init(right, 1);
+    const uint32_t rr = b.recv_init(right, 2), sl = b.send_init(left, 2);
+    for (int it = 0; it < iters; ++it) {
+      b.startall({rl, sr});
+      b.start(rr);
+      b.start(sl);
+      b.complete(Fn::MPI_Waitall, {rl, sr, rr, sl});
+      const uint32_t a = b.icollective(Fn::MPI_Iallreduce, 1, tr::kNoRank, tr::Op::sum);
+      const uint32_t c = b.icollective(Fn::MPI_Ibarrier);
+      b.complete(Fn::MPI_Testany, {}, 2);  // completed nothing
+      b.complete(Fn::MPI_Waitsome, {a}, 2);
+      b.complete(Fn::MPI_Waitall, {c}, 2);
+      const uint32_t q = b.irecv(left, 4);
+      b.collective(Fn::MPI_Barrier);
+      b.send(right, 4, 1, Fn::MPI_Rsend);
+      b.complete(Fn::MPI_Wait, {q});
+    }
+    b.add(Fn::MPI_Finalize);
+  }
+  const tr::TraceSet set = trace_set(ranks);
+  for (const tr::RankTrace& t : set.ranks) {
+    uint64_t moved = 1;
+    (void)mg::normalized_order(t, &moved);
+    CHECK(moved == 0);
+  }
+  const mg::MergedTrace m = merged(set);
+  CHECK(m.events.size() == busiest(set));
+  for (const mg::Event& e : m.events) CHECK(ranks_of(m, e) == all_ranks(n));
+  check_periodic(m, 5, 13, iters);
+}
+
+TEST_CASE("a completion that ends an exchange stays before the next exchange's posts") {
+  RankBuilder b(1, 4);
+  for (int it = 0; it < 3; ++it) {  // right shift, then left shift, non-blocking
+    const uint32_t a = b.irecv(0), c = b.isend(2);
+    b.complete(Fn::MPI_Waitall, {a, c});
+    const uint32_t d = b.irecv(2), e = b.isend(0);
+    b.complete(Fn::MPI_Waitall, {d, e});
+  }
+  uint64_t moved = 1;
+  (void)mg::normalized_order(b.trace(), &moved);
+  CHECK(moved == 0);
+  // A blocking call after it still joins: "Irecv(l) Wait Send(r)" is "Irecv(l) Send(r) Wait".
+  RankBuilder w(1, 4);
+  const uint32_t q = w.irecv(0);
+  w.complete(Fn::MPI_Wait, {q});
+  w.send(2);
+  CHECK(canonical(w.trace()) == std::vector<Fn>{Fn::MPI_Irecv, Fn::MPI_Send, Fn::MPI_Wait});
+}
+
+TEST_CASE("master and workers: probes join their receives, the workers' last calls wait") {
+  // masterworker.c, tasks dealt in turn: the master sends each worker a task, then per result
+  // Probe(any), Recv(any), Send of the next task (or a stop); a worker Probe, Recv, Send until
+  // the stop. Every rank ends with an Iprobe.
+  const int32_t n = 4, rounds = 4;
+  auto ranks = world(n);
+  for (auto& b : ranks) b.add(Fn::MPI_Init);
+  RankBuilder& master = ranks[0];
+  for (int32_t w = 1; w < n; ++w) master.send(w, 1);
+  for (int k = 0; k < rounds * (n - 1); ++k) {
+    const int32_t w = 1 + k % (n - 1);
+    master.probe(w, 3, true);
+    master.recv_any(w, 3, 2).flags |= tr::kFlagAnyTag;
+    master.send(w, k + n - 1 < rounds * (n - 1) ? 1 : 2);
+  }
+  master.add(Fn::MPI_Iprobe).source = tr::kAnySource;
+  for (int32_t w = 1; w < n; ++w) {
+    RankBuilder& b = ranks[static_cast<size_t>(w)];
+    for (int k = 0; k <= rounds; ++k) {
+      b.probe(0, k < rounds ? 1 : 2).flags |= tr::kFlagAnyTag;
+      b.recv(0, k < rounds ? 1 : 2);
+      if (k < rounds) b.send(0, 3, 2);
+    }
+    b.add(Fn::MPI_Iprobe).source = 0;
+  }
+  for (auto& b : ranks) b.add(Fn::MPI_Finalize);
+  const tr::TraceSet set = trace_set(ranks);
+  auto worker = canonical(set.ranks[1]);
+  worker.resize(4);
+  CHECK(worker == std::vector<Fn>{Fn::MPI_Init, Fn::MPI_Send, Fn::MPI_Probe, Fn::MPI_Recv});
+  const mg::MergedTrace m = merged(set);
+  CHECK(m.events.size() == busiest(set));
+  const mg::Event& last_probe = m.events[m.events.size() - 2];
+  CHECK(last_probe.function == static_cast<uint16_t>(Fn::MPI_Iprobe));
+  CHECK(ranks_of(m, last_probe) == all_ranks(n));
+}
+
+TEST_CASE("forward and backward pipeline sweeps: each rank's call joins its own sweep's event") {
+  // wavefront.c: blocks of a forward sweep (Recv from rank-1, Send to rank+1), then of a
+  // backward one, no collective between iterations. The first rank only sends, then only
+  // receives; by shape alone its backward Recv(+1) would join the forward Recv(-1).
+  const int blocks = 4, iters = 5;
+  for (const int32_t n : {2, 4}) {
+    CAPTURE(n);
+    auto ranks = world(n);
+    for (int32_t r = 0; r < n; ++r) {
+      RankBuilder& b = ranks[static_cast<size_t>(r)];
+      b.add(Fn::MPI_Init);
+      for (int it = 0; it < iters; ++it) {
+        for (int k = 0; k < blocks; ++k) {
+          if (r > 0) b.recv(r - 1, 1);
+          if (r < n - 1) b.send(r + 1, 1);
+        }
+        for (int k = 0; k < blocks; ++k) {
+          if (r < n - 1) b.recv(r + 1, 2);
+          if (r > 0) b.send(r - 1, 2);
+        }
+      }
+      b.add(Fn::MPI_Finalize);
+    }
+    const tr::TraceSet set = trace_set(ranks);
+    // The last rank's receives (tag 1) and sends (tag 2) share no tag: one round, kept in order.
+    uint64_t moved = 1;
+    (void)mg::normalized_order(set.ranks[static_cast<size_t>(n - 1)], &moved);
+    CHECK(moved == 0);
+    mg::MergeStats stats;
+    const mg::MergedTrace m = merged(set, &stats);
+    CHECK(m.events.size() == busiest(set));
+    const size_t period = busiest(set) / static_cast<size_t>(iters);
+    check_periodic(m, 1, period, iters);
+    if (n > 2)  // with two ranks, +1 and -1 are one neighbour: the sweeps share their events
+      for (const mg::Event& e : m.events) CHECK(one_direction(set, m, e));
+  }
 }
 
 // Random SPMD-like programs: statements of random kinds (collectives, blocking and non-blocking

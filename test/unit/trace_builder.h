@@ -92,6 +92,29 @@ class RankBuilder {
     r.request = id;
     return r;
   }
+  tr::Record& startall(std::initializer_list<uint32_t> ids) {
+    std::vector<int64_t> words(ids.begin(), ids.end());
+    tr::Record& r = add(Fn::MPI_Startall);
+    r.aux_words = static_cast<uint16_t>(words.size());
+    t_.aux.insert(t_.aux.end(), words.begin(), words.end());
+    r.count = static_cast<int64_t>(words.size());
+    r.request = words.empty() ? 0 : static_cast<uint32_t>(words.front());
+    return r;
+  }
+  // A non-blocking collective (MPI_Iallreduce, MPI_Ibarrier, ...): returns its request id.
+  uint32_t icollective(Fn f, int64_t count = 1, int32_t root = tr::kNoRank,
+                       tr::Op op = tr::Op::none) {
+    collective(f, count, root, op).request = next_request_;
+    return next_request_++;
+  }
+  // MPI_Probe of a message from `source` (MPI_ANY_SOURCE if `any`, resolved to `source`).
+  tr::Record& probe(int32_t source, int32_t tag = 0, bool any = false) {
+    tr::Record& r = add(Fn::MPI_Probe, tr::kCommWorld);
+    r.source = source;
+    r.recv_tag = tag;
+    if (any) r.flags |= tr::kFlagAnySource | tr::kFlagAnyTag;
+    return r;
+  }
   // A completion of `ids` (all completed), e.g. MPI_Wait of one or MPI_Waitall of several.
   tr::Record& complete(Fn f, std::initializer_list<uint32_t> ids, int64_t passed = -1) {
     std::vector<int64_t> words;

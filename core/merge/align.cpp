@@ -5,18 +5,21 @@
 //
 //   A candidate is *awaited* by a rank that is not at it but has the same call within its next
 //   m calls; a collective of MPI_COMM_WORLD (or Init/Finalize) is awaited by every unfinished
-//   rank not at it, however far, since every rank makes it. A rank that does not have a call
-//   within m calls skips it and holds nothing back. An awaiting rank *pulls* the call forward
-//   if that only undoes an order difference Algorithm 1 left (two ranks that cut their rounds
-//   differently): the call is in the rank's current round, has the same relative peers
-//   (modulo the number of ranks) as the candidate's first holder, passes no call on its own
-//   channel and no call that creates or starts a request it completes, and every call it
-//   passes has the shape of a call in that holder's round. Otherwise emitting the candidate
-//   now *splits* it from that rank.
+//   rank not at it, however far, since every rank makes it; and so are the calls a rank has
+//   left when they are the reference rank's last calls (ranks end together: a worker's final
+//   Iprobe waits for the master's, made a hundred calls later). A rank that does not have a
+//   call within m calls skips it and holds nothing back. An awaiting rank *pulls* the call
+//   forward if that only undoes an order difference Algorithm 1 left (two ranks that cut their
+//   rounds differently, or a round Algorithm 1 kept in call order): the call is in the rank's
+//   current round, has the same relative peers (modulo the number of ranks) as the
+//   candidate's first holder, passes no call on its own channel and no call that creates or
+//   starts a request it completes, and every call it passes has the shape of a call in that
+//   holder's round. Otherwise emitting the candidate now *splits* it from that rank.
 //
-//   The reference rank is the one with the most calls left: the busiest rank carries the calls
-//   that others skip, so following it gives exactly its length when its calls are a
-//   supersequence of every other rank's (the seed's Table 2 property).
+//   The reference rank is the one with the most calls left (calls already pulled not
+//   counted): the busiest rank carries the calls that others skip, so following it gives
+//   exactly its length when its calls are a supersequence of every other rank's (the seed's
+//   Table 2 property).
 //
 //   The candidate emitted is the first by these rules:
 //   1. It splits from nobody. A candidate nobody awaits is the seed's rule ("a call that the
@@ -29,19 +32,36 @@
 //      then the reference rank's own call, then calls it has further down.
 //   5. More holders, then the farthest nearest claim (the seed's "largest distance first"),
 //      then the lowest rank.
-//   The event takes the ranks at the candidate plus the ranks that pull it. MergeStats::forced
-//   counts the choices that split a call, MergeStats::pulled the calls pulled.
+//   The event takes the ranks at the candidate plus the ranks that pull it, less the *strays*:
+//   matching by shape alone, a rank whose call is another statement's can join an event
+//   because the function is the same. So when the ranks at the emitted call do not all have
+//   the same relative peers, and more than half of them agree (a marker such as
+//   MPI_PROC_NULL agrees with anything) with the busiest of them, each other rank is held back
+//   if that busiest rank has a call of this shape with the stray's peers within m calls; the
+//   stray joins that later event. Without a clear majority (a butterfly's +d and -d, a master
+//   and its workers) nobody is held. MergeStats::unmatched counts the mismatches and the
+//   steps that held a stray, MergeStats::forced the choices that split a call,
+//   MergeStats::pulled the calls pulled.
 //
-//   Wavefront: rank 0 only sends and the last rank only receives; the middle ranks, the
-//   reference, hold "Send, Recv" per block after Algorithm 1. At each mismatch the reference's
-//   call goes first, with every rank that makes it.
+//   Wavefront (four ranks): the middle ranks, the reference, hold "Send(+1), Recv(-1)" per
+//   block of the forward sweep and "Send(-1), Recv(+1)" per block of the backward one; rank 0
+//   makes four Send(+1) then four Recv(+1), the last rank four Recv(-1) then four Send(-1)
+//   (one round each, kept in call order since the tags differ). At each mismatch the
+//   reference's call goes first, with every rank that makes it; when the middle ranks reach
+//   the forward sweep's last Recv(-1), rank 0 is at the backward sweep's first Recv(+1): a
+//   stray, held back until the middle ranks make theirs. With two ranks, +1 and -1 are the same
+//   neighbour: rank 1 pulls its backward sends forward into rank 0's forward Send events,
+//   and the merge keeps the busiest rank's length.
 //
 // Each step advances at least one rank, so every event record lands in exactly one event.
 // Cost: O(n) per step when all ranks match; at a mismatch O(n·min(c, m)) for c candidates
 // (each rank finds the next call of each shape through a chain of next occurrences built
 // once, amortised O(1), or scans its window if there are more than m candidates), plus the
 // pull checks, which pass at most m calls per rank and step (a call they cannot reach in
-// that budget counts as not pullable). So O(n·L) when ranks agree and O(m·n·L) at worst.
+// that budget counts as not pullable), the stray checks, which follow at most m calls of the
+// busiest rank per stray, and the end check, at most m + 1 calls of the reference per
+// candidate of a rank that has that few left. So O(n·L) when ranks agree and O(m·n·L) at
+// worst.
 #include <algorithm>
 #include <cstdint>
 #include <utility>
@@ -353,9 +373,10 @@ class Aligner {
     }
   }
 
-  // The channel (normalize.cpp) of rank v's call at position p, from the arrays the merge
-  // keeps per position rather than the record (cheaper in the pull checks): peers relative
-  // and wrapped, so keys differ from channel_of_call()'s but agree among themselves.
+  // The channel (normalize.cpp) of rank v's call at position p, for the pull checks: from the
+  // arrays kept per position rather than from the record, so with relative, wrapped peers
+  // (keys unlike normalize.cpp's, but equal exactly when the channels are). Probes count as
+  // receives here: a pull does not pass a call on its own channel.
   uint64_t pull_channel(const RankView& v, size_t p) const {
     const uint32_t shape = v.shape[p];
     const uint64_t comm = shape & 0xFFFF;

@@ -53,7 +53,9 @@ struct MergeOptions {
 
 struct MergeStats {
   uint64_t reordered = 0;   // records moved by Algorithm 1
-  uint64_t unmatched = 0;   // times Algorithm 2 had to split ranks at a mismatch
+  uint64_t unmatched = 0;   // times Algorithm 2 had to split ranks at a mismatch, or held a
+                            // rank back from an event whose function it was at but whose
+                            // peers were another statement's (align.cpp: strays)
   uint64_t pulled = 0;      // records Algorithm 2 moved forward within their round to join an
                             // event (order differences Algorithm 1 left)
   uint64_t forced = 0;      // mismatches whose chosen call was split from a rank that has a call

@@ -52,7 +52,18 @@
 //    - Sends before blocking receives is the seed's rule: a ring in which rank 0 sends then
 //      receives while the others receive then send becomes "Send, Recv" everywhere. (Replayed
 //      literally on every rank, that needs the sends to be buffered; the skeleton stage must
-//      not rely on the merged order of blocking calls being deadlock-free.)
+//      not rely on the merged order of blocking calls being deadlock-free.) It applies to the
+//      blocking sends and receives of a round only if one of the sends and one of the receives
+//      can carry the same tag (equal tags, or a receive with MPI_ANY_TAG or from
+//      MPI_PROC_NULL): in SPMD code the message a rank receives in an exchange was sent by
+//      the same statement on its neighbour, with the tag it sends with itself. A round whose
+//      blocking sends and receives share no tag is two phases of a pipeline (the last rank of
+//      a wavefront: the forward sweep's receives, tag 1, then the backward sweep's sends, tag
+//      2); sorted, its backward sends would come first and pair with the other ranks' forward
+//      sends. Such a round keeps its blocking calls in call order (one role for the sort) and
+//      stays one round, so that Algorithm 2 can still pull a call across it where another
+//      rank makes the two phases in the other order. (Programs whose tags depend on the rank
+//      lose the sort and rely on those pulls.)
 //    - Non-blocking receives are posted first, then sends, then completions. The seed orders
 //      "Irecv, Wait, Send"; we put the Wait after the Send. Both are canonical (every rank
 //      ends the same), but ours is the order of a deadlock-free exchange (receives posted
@@ -64,13 +75,17 @@
 //      rule 2(d) keeps a restarted persistent request after its previous completion. Rule 2(c)
 //      keeps a completion before every non-blocking post that follows the end of its exchange.
 //
+// Cost: O(1) per call and per request id it names (the maps are cleared in O(1) per round;
+// at most kTags tags per side are compared, a round with more is sorted as sharing one).
+//
 // Limits: rounds are a local guess. A rank that both ends one statement and starts the next
 // with a call on one channel, in one direction, ("... Send(r)" then "Send(r) Recv(l)") looks
 // like one exchange with two sends, and a rank that makes the first statement in another order
-// cuts elsewhere; "R R S S" with two messages each way on one channel is cut "R | R S | S"
-// while a rank making "S S R R" keeps one round. A rank that only sends in one phase and only
-// receives in the next (the first and last ranks of a pipeline) makes both phases one round.
-// Algorithm 2 pulls calls forward within a round to absorb some of that.
+// cuts elsewhere. A rank that only sends in one phase and only receives in the next (the first
+// and last ranks of a pipeline) makes both phases one round; sorted if their tags agree. Which
+// requests a Test*, Waitany or Waitsome completes depends on timing, so whether it closes an
+// exchange (rule 2(c)) can too: "Irecv, Test, Isend, Wait, Wait" is one round or two. Algorithm
+// 2 pulls calls forward within a round to absorb some of that.
 #include <array>
 #include <cstdint>
 #include <vector>
@@ -333,7 +348,7 @@ class Normalizer {
   }
 
   // Stable counting sort of order[begin, end) by role; roles_ holds their roles in order. If
-  // the round's blocking sends and receives share no tag, they keep their order (rule 3).
+  // the round's blocking sends and receives share no tag, they keep their order (section 3).
   uint64_t sort_round(size_t begin, size_t end) {
     if (sends_ > 0 && receives_ > 0 && !shared_tag_)
       for (Role& r : roles_)

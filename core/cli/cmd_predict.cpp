@@ -4,8 +4,8 @@
 // The skeleton prints (skeletons/pskel_runtime.h) its raw time from the end of MPI_Init to the
 // start of MPI_Finalize and that time weighted back (scaled loops x N/run, compute outside them
 // x K). What the launcher, MPI_Init and MPI_Finalize cost does not scale: it is the run's wall
-// time minus the skeleton's own time, added back once. So
-//     predicted_seconds = weighted time + (wall time - skeleton time).
+// time minus the skeleton's own time (and its warm-up, pskel_runtime.h), added back once. So
+//     predicted_seconds = weighted time + (wall time - skeleton time - warm-up).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -30,7 +30,7 @@ struct Options {
 };
 
 struct Run {
-  double wall = 0, skeleton = 0, scaled = 0, unscaled = 0, weighted = 0, predicted = 0;
+  double wall = 0, skeleton = 0, scaled = 0, unscaled = 0, weighted = 0, predicted = 0, warmup = 0;
   long errors = 0;
 };
 
@@ -51,6 +51,7 @@ bool parse_line(const std::string& out, Run& run) {
     else if (key == "unscaled_seconds") run.unscaled = value;
     else if (key == "predicted_seconds") run.weighted = value, ++found;
     else if (key == "errors") run.errors = static_cast<long>(value);
+    else if (key == "warmup_seconds") run.warmup = value;
   }
   return found == 2;
 }
@@ -109,7 +110,7 @@ int run(const Options& opt) {
       return fail(fmt::format("{}: exited with status {}{}{}", binary, p.status, why.empty() ? "" : ": ", why));
     }
     r.wall = p.seconds;
-    r.predicted = r.weighted + std::max(0.0, r.wall - r.skeleton);
+    r.predicted = r.weighted + std::max(0.0, r.wall - r.skeleton - r.warmup);
     runs.push_back(r);
   }
   std::vector<double> walls, predicted, skeletons, weighted, startups;
@@ -119,7 +120,7 @@ int run(const Options& opt) {
     predicted.push_back(r.predicted);
     skeletons.push_back(r.skeleton);
     weighted.push_back(r.weighted);
-    startups.push_back(std::max(0.0, r.wall - r.skeleton));
+    startups.push_back(std::max(0.0, r.wall - r.skeleton - r.warmup));
     errors += r.errors;
   }
   const double prediction = median(predicted);
@@ -131,6 +132,7 @@ int run(const Options& opt) {
                            {"scaled_seconds", r.scaled},
                            {"unscaled_seconds", r.unscaled},
                            {"weighted_seconds", r.weighted},
+                           {"warmup_seconds", r.warmup},
                            {"predicted_seconds", r.predicted}});
     nlohmann::json out = {
         {"skeleton_seconds", median(walls)},

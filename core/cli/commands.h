@@ -22,6 +22,9 @@ Subcommand add_predict_command(CLI::App& app);    // cmd_predict.cpp
 Subcommand add_epilog_command(CLI::App& app);     // cmd_epilog.cpp
 Subcommand add_db_command(CLI::App& app);         // cmd_db.cpp
 Subcommand add_report_command(CLI::App& app);     // cmd_db.cpp
+Subcommand add_timeline_command(CLI::App& app);   // cmd_timeline.cpp
+Subcommand add_place_command(CLI::App& app);      // cmd_place.cpp
+Subcommand add_simulate_command(CLI::App& app);   // cmd_simulate.cpp
 
 // `pskel compress DIR`: merge + loop compression of a trace directory (cmd_compress_trace.cpp).
 struct CompressTraceArgs {

@@ -29,6 +29,9 @@ int main(int argc, char** argv) {
       pskel::cli::add_epilog_command(app),
       pskel::cli::add_db_command(app),
       pskel::cli::add_report_command(app),
+      pskel::cli::add_timeline_command(app),
+      pskel::cli::add_place_command(app),
+      pskel::cli::add_simulate_command(app),
   };
   try {
     app.parse(argc, argv);

@@ -208,6 +208,7 @@ inline Call::~Call() {
   record_.aux_words = cut.kept;
   if (cut.lost_requests) s.untracked_requests += cut.lost_requests;
   s.writer.append(record_, s.aux.data(), record_.aux_words);
+  s.sampler.at_call(record_.t_end);
   g_recording = !s.finished;
 }
 

@@ -25,6 +25,7 @@
 #include "call.h"
 #include "session.h"
 #include "meta_writer.h"
+#include "trace/samples_format.h"
 #include "trace_writer.h"
 #include "work.h"
 
@@ -311,7 +312,14 @@ void start_session(FunctionId init_function, int64_t init_entry_mono) {
   s->world = s->comms[trace::kCommWorld].get();
   fill_predefined_type_sizes(s->predefined_type_sizes);
 
+  // Sampling is optional: a sample file that cannot be created leaves the trace as it is.
+  const std::string samples_path =
+      dir + "/" + trace::kSamplesFilePrefix + std::to_string(s->rank);
+  s->sampler.start(samples_path.c_str(), s->rank, run_id.c_str(), sample_interval_ms_from_env(),
+                   now());
+
   g_traced_thread = pthread_self();
+  s->pid = getpid();
   // The Init record spans the program's call: from its entry (before t = 0) to now.
   append_plain_record(init_function, init_entry_mono - s->base_mono_ns, now());
   g_recording = true;
@@ -322,6 +330,7 @@ void end_session() {
   const int64_t entry_ns = now();
   Session* s = g_session;
   g_recording = false;
+  s->sampler.stop(entry_ns);
   append_plain_record(FunctionId::MPI_Finalize, entry_ns, entry_ns);
   s->writer.close(entry_ns, s->untraced_thread_calls, s->untracked_requests);
   const int failing = lowest_failing_rank(s->writer.failed() || s->writer.dropped() > 0);
@@ -341,7 +350,12 @@ void end_session() {
 }
 
 void flush_unfinished_session() {
-  if (g_session != nullptr && !g_session->finished) g_session->writer.flush();
+  // A child forked by the program shares the rank file: its exit must not write the parent's
+  // buffered records into it.
+  if (g_session != nullptr && !g_session->finished && getpid() == g_session->pid) {
+    g_session->sampler.stop(now());
+    g_session->writer.flush();
+  }
 }
 
 void count_untraced_thread_call() {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <mpi.h>
+#include <sys/types.h>
 
 #include <cstdint>
 #include <memory>
@@ -14,6 +15,7 @@
 #include "clock.h"
 #include "handle_map.h"
 #include "meta_writer.h"
+#include "sampler.h"
 #include "trace/format.h"
 #include "trace/functions.h"
 #include "trace_writer.h"
@@ -60,6 +62,8 @@ struct Session {
   std::vector<MPI_Status> scratch_statuses;
   std::vector<MPI_Fint> scratch_fortran_statuses;
   std::vector<int64_t> aux;                        // the aux words of the open Call
+  Sampler sampler;                                 // CPU and memory, checked at each call
+  pid_t pid = 0;                                   // the process that traces (not a fork of it)
   bool finished = false;
 };
 

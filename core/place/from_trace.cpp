@@ -1,0 +1,106 @@
+// Reads the placement's costs off a trace (docs/place.md, "What is measured").
+#include "place/from_trace.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <unordered_map>
+
+#include "trace/functions.h"
+
+namespace pskel::place {
+namespace {
+
+using trace::FunctionId;
+using trace::FunctionKind;
+
+bool sends_a_message(uint16_t function) {
+  switch (static_cast<FunctionId>(function)) {
+    case FunctionId::MPI_Send:
+    case FunctionId::MPI_Ssend:
+    case FunctionId::MPI_Rsend:
+    case FunctionId::MPI_Bsend:
+    case FunctionId::MPI_Isend:
+    case FunctionId::MPI_Issend:
+    case FunctionId::MPI_Sendrecv:
+    case FunctionId::MPI_Sendrecv_replace:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Time between the end of one call and the start of the next, from the end of MPI_Init to the
+// start of MPI_Finalize; pseudo-records are not calls and their times are out of order.
+double compute_seconds(const trace::RankTrace& rank) {
+  int64_t total_ns = 0;
+  bool started = false;
+  int64_t previous_end = 0;
+  for (const trace::Record& r : rank.records) {
+    const trace::FunctionInfo* info = trace::find_function(r.function);
+    if (info == nullptr || info->kind == FunctionKind::meta) continue;
+    if (started && r.t_start > previous_end) total_ns += r.t_start - previous_end;
+    previous_end = r.t_end;
+    started = true;
+  }
+  return static_cast<double>(total_ns) * 1e-9;
+}
+
+struct Message {
+  int32_t peer;
+  double bytes;
+};
+
+}  // namespace
+
+Result<TraceWorkload> workload_from_trace(const trace::TraceSet& trace) {
+  TraceWorkload out;
+  const int32_t ranks = static_cast<int32_t>(trace.ranks.size());
+  std::map<std::pair<Rank, Rank>, double> pair_bytes;
+  for (int32_t rank = 0; rank < ranks; ++rank) {
+    const trace::RankTrace& rt = trace.ranks[rank];
+    const std::string file = fmt::format("{}/rank.{}.pskt", trace.dir, rank);
+    out.workload.compute_seconds.push_back(compute_seconds(rt));
+
+    // Persistent sends: the message is described once, at Send_init, and sent at each start.
+    std::unordered_map<uint32_t, Message> persistent;
+    const auto add = [&](size_t index, int32_t peer, double bytes) -> std::string {
+      if (peer < 0) return {};  // MPI_PROC_NULL, or a rank outside MPI_COMM_WORLD
+      if (peer >= ranks)
+        return fmt::format("record {} sends to rank {}, but the trace has {} ranks", index, peer,
+                           ranks);
+      if (bytes < 0) return fmt::format("record {} sends a message of {} bytes", index, bytes);
+      ++out.messages;
+      out.message_bytes += bytes;
+      if (peer != rank) pair_bytes[{rank, peer}] += bytes;
+      return {};
+    };
+    for (size_t k = 0; k < rt.records.size(); ++k) {
+      const trace::Record& r = rt.records[k];
+      const trace::FunctionInfo* info = trace::find_function(r.function);
+      if (info == nullptr) continue;
+      const double bytes = static_cast<double>(r.count) * r.type_size;
+      std::string problem;
+      if (sends_a_message(r.function)) {
+        problem = add(k, r.peer, bytes);
+      } else if (static_cast<FunctionId>(r.function) == FunctionId::MPI_Send_init) {
+        if (r.request != 0) persistent[r.request] = {r.peer, bytes};
+      } else if (info->kind == FunctionKind::start) {
+        for (int64_t id : rt.aux_of(k)) {
+          auto it = persistent.find(static_cast<uint32_t>(id));
+          if (it != persistent.end() && problem.empty())
+            problem = add(k, it->second.peer, it->second.bytes);
+        }
+      } else if (info->kind == FunctionKind::collective ||
+                 info->kind == FunctionKind::icollective) {
+        ++out.collective_calls;
+      }
+      if (!problem.empty()) return Error{file, std::move(problem)};
+    }
+  }
+  for (const auto& [pair, bytes] : pair_bytes)
+    out.workload.flows.push_back({pair.first, pair.second, bytes});
+  return out;
+}
+
+}  // namespace pskel::place

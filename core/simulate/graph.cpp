@@ -1,0 +1,507 @@
+// The dependency graph of a trace: ops per rank, messages matched send to receive, collectives
+// matched across the members of a communicator (simulate.h, build_graph).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "simulate/simulate.h"
+#include "trace/functions.h"
+
+namespace pskel::simulate {
+namespace {
+
+namespace tr = pskel::trace;
+using Fn = tr::FunctionId;
+using Kind = Endpoint::Kind;
+
+struct CollectiveShape {
+  Family family;
+  Sync sync;
+};
+
+// Which collective family a function belongs to; false for non-collectives.
+bool collective_shape(uint16_t function, CollectiveShape* shape) {
+  switch (static_cast<Fn>(function)) {
+    case Fn::MPI_Barrier: case Fn::MPI_Ibarrier: *shape = {Family::barrier, Sync::all}; return true;
+    case Fn::MPI_Bcast: case Fn::MPI_Ibcast: *shape = {Family::bcast, Sync::from_root}; return true;
+    case Fn::MPI_Reduce: case Fn::MPI_Ireduce: *shape = {Family::reduce, Sync::to_root}; return true;
+    case Fn::MPI_Allreduce: case Fn::MPI_Iallreduce:
+      *shape = {Family::allreduce, Sync::all}; return true;
+    case Fn::MPI_Alltoall: case Fn::MPI_Alltoallv: case Fn::MPI_Ialltoall:
+      *shape = {Family::alltoall, Sync::all}; return true;
+    case Fn::MPI_Allgather: case Fn::MPI_Allgatherv: case Fn::MPI_Iallgather:
+      *shape = {Family::allgather, Sync::all}; return true;
+    case Fn::MPI_Gather: case Fn::MPI_Gatherv: *shape = {Family::gather, Sync::to_root}; return true;
+    case Fn::MPI_Scatter: case Fn::MPI_Scatterv:
+      *shape = {Family::scatter, Sync::from_root}; return true;
+    case Fn::MPI_Reduce_scatter: case Fn::MPI_Reduce_scatter_block:
+      *shape = {Family::reduce_scatter, Sync::all}; return true;
+    case Fn::MPI_Scan: case Fn::MPI_Exscan: *shape = {Family::scan, Sync::all}; return true;
+    case Fn::MPI_Comm_split: case Fn::MPI_Comm_dup: case Fn::MPI_Comm_create:
+    case Fn::MPI_Cart_create: case Fn::MPI_Cart_sub:
+      *shape = {Family::comm_create, Sync::all}; return true;
+    default: return false;
+  }
+}
+
+bool is_blocking_send(Fn f) {
+  return f == Fn::MPI_Send || f == Fn::MPI_Ssend || f == Fn::MPI_Rsend || f == Fn::MPI_Bsend;
+}
+SendMode send_mode(Fn f) {
+  if (f == Fn::MPI_Ssend || f == Fn::MPI_Issend) return SendMode::synchronous;
+  // Ready mode is standard mode with a promise; MPIs send it by the same protocol.
+  if (f == Fn::MPI_Send || f == Fn::MPI_Isend || f == Fn::MPI_Rsend || f == Fn::MPI_Sendrecv ||
+      f == Fn::MPI_Sendrecv_replace || f == Fn::MPI_Send_init)
+    return SendMode::standard;
+  return SendMode::eager;   // buffered: copied out, never waits for the receiver
+}
+
+// A communicator as every rank can name it: its members (world ranks, in comm rank order) and
+// how many communicators with the same members this rank had defined before it. MPI creates
+// communicators collectively and in the same order on every member, so equal keys on two ranks
+// are the same communicator.
+using CommKey = int32_t;            // interned
+inline constexpr CommKey kUnknownComm = -1;
+
+struct CommInfo {
+  std::vector<int32_t> members;     // empty: not an intracommunicator we can match
+};
+
+// What a receive matched, once known: (comm, source, tag).
+struct Envelope {
+  CommKey comm = kUnknownComm;
+  int32_t peer = tr::kNoRank;
+  int32_t tag = tr::kNoTag;
+  bool known() const { return comm != kUnknownComm && peer >= 0 && tag >= 0; }
+};
+
+// A persistent request's template, copied into an endpoint at each Start.
+struct PersistentTemplate {
+  bool send = true;
+  Envelope envelope;
+  int64_t bytes = 0;
+  SendMode mode = SendMode::standard;
+};
+
+struct PendingProbe {
+  uint32_t endpoint;     // the arrival endpoint to link
+  Envelope envelope;     // source = the probed sender (resolved)
+  uint64_t receives_before;  // receives this rank had posted on that channel before the probe
+};
+
+class Builder {
+ public:
+  explicit Builder(const tr::TraceSet& trace) : trace_(trace) {
+    g_.world_size = static_cast<int>(trace.ranks.size());
+    g_.ops.resize(trace.ranks.size());
+  }
+
+  Graph build() {
+    for (size_t r = 0; r < trace_.ranks.size(); ++r) walk_rank(static_cast<int32_t>(r));
+    match_messages();
+    link_probes();
+    finish_collectives();
+    summarize_warnings();
+    return std::move(g_);
+  }
+
+ private:
+  // ----- communicators
+
+  CommKey intern(const std::vector<int32_t>& members, int occurrence) {
+    std::string key = fmt::format("{}#{}", fmt::join(members, ","), occurrence);
+    auto [it, inserted] = comm_ids_.try_emplace(key, static_cast<CommKey>(comms_.size()));
+    if (inserted) comms_.push_back({members});
+    return it->second;
+  }
+
+  // ----- per rank
+
+  struct RankState {
+    int32_t rank = 0;
+    std::unordered_map<uint16_t, CommKey> comm_of;          // local id -> key
+    std::map<std::vector<int32_t>, int> member_list_seen;   // for occurrence numbers
+    std::unordered_map<uint32_t, uint32_t> request;         // request id -> endpoint
+    std::unordered_map<uint32_t, PersistentTemplate> persistent;
+    std::map<CommKey, uint64_t> collectives_on;              // calls so far per comm
+  };
+
+  CommKey comm_key(RankState& s, uint16_t local) {
+    if (local == tr::kCommWorld) {
+      if (world_ == kUnknownComm) {
+        std::vector<int32_t> all(static_cast<size_t>(g_.world_size));
+        for (int32_t r = 0; r < g_.world_size; ++r) all[static_cast<size_t>(r)] = r;
+        world_ = intern(all, 0);
+      }
+      return world_;
+    }
+    if (local == tr::kCommSelf) return intern({s.rank}, -1);
+    auto it = s.comm_of.find(local);
+    return it == s.comm_of.end() ? kUnknownComm : it->second;
+  }
+
+  void define_comm(RankState& s, const tr::RankTrace& t, size_t index) {
+    const tr::Record& r = t.records[index];
+    const auto aux = t.aux_of(index);
+    if (r.recv_count != 0 || r.count <= 0 || static_cast<int64_t>(aux.size()) < r.count) {
+      s.comm_of[r.comm] = kUnknownComm;   // intercommunicator or cut short: not matched
+      return;
+    }
+    std::vector<int32_t> members;
+    for (int64_t w : aux.first(static_cast<size_t>(r.count))) {
+      if (w < 0 || w >= g_.world_size) {
+        s.comm_of[r.comm] = kUnknownComm;
+        return;
+      }
+      members.push_back(static_cast<int32_t>(w));
+    }
+    // World's own member list counts as its first occurrence (a dup of world is the second).
+    std::vector<int32_t> all(static_cast<size_t>(g_.world_size));
+    for (int32_t k = 0; k < g_.world_size; ++k) all[static_cast<size_t>(k)] = k;
+    if (members == all) s.member_list_seen[all] = std::max(s.member_list_seen[all], 1);
+    const int occurrence = s.member_list_seen[members]++;
+    s.comm_of[r.comm] = intern(members, occurrence);
+  }
+
+  // ----- endpoints
+
+  uint32_t new_endpoint(Kind kind, int32_t rank, uint32_t op) {
+    g_.endpoints.push_back({kind, rank, op, kNone});
+    envelopes_.push_back({});
+    return static_cast<uint32_t>(g_.endpoints.size() - 1);
+  }
+
+  uint32_t post_send(RankState& s, uint32_t op, const Envelope& env, int64_t bytes,
+                     SendMode mode) {
+    const uint32_t e = new_endpoint(Kind::send, s.rank, op);
+    envelopes_[e] = env;
+    send_bytes_.resize(g_.endpoints.size());
+    send_bytes_[e] = {bytes, mode};
+    posts_.push_back(e);
+    if (env.peer == tr::kProcNull) return e;     // no message, completes at once
+    if (env.known() && env.peer < g_.world_size)
+      sends_[{env.comm, s.rank, env.peer, env.tag}].push_back(e);
+    else
+      ++g_.unmatched_sends;
+    return e;
+  }
+
+  uint32_t post_recv(RankState& s, uint32_t op, const Envelope& env) {
+    const uint32_t e = new_endpoint(Kind::recv, s.rank, op);
+    envelopes_[e] = env;
+    posts_.push_back(e);
+    recvs_in_order_[s.rank].push_back(e);
+    ++posted_on_channel_[{s.rank, env.comm, env.peer, env.tag}];
+    return e;
+  }
+
+  // A completion record: the requests it finished, with the statuses of receives.
+  void complete_requests(RankState& s, const tr::RankTrace& t, size_t index) {
+    const auto aux = t.aux_of(index);
+    for (size_t k = 0; k + tr::kCompletionWords <= aux.size(); k += tr::kCompletionWords) {
+      const auto id = static_cast<uint32_t>(aux[k]);
+      auto it = s.request.find(id);
+      if (id == 0 || it == s.request.end()) continue;
+      const uint32_t e = it->second;
+      waits_.push_back(e);
+      Envelope& env = envelopes_[e];
+      // Only a wildcard takes the status's values: a receive posted for one source keeps it
+      // (statuses of MPI_PROC_NULL requests are not reliable in every MPI).
+      const bool wildcard = env.peer == tr::kAnySource || env.tag == tr::kAnyTag;
+      if (g_.endpoints[e].kind == Kind::recv && wildcard && aux[k + 1] >= 0) {
+        if (env.peer == tr::kAnySource) env.peer = static_cast<int32_t>(aux[k + 1]);
+        if (env.tag == tr::kAnyTag) env.tag = static_cast<int32_t>(aux[k + 2]);
+      }
+      if (!s.persistent.count(id)) s.request.erase(it);
+    }
+  }
+
+  void walk_rank(int32_t rank) {
+    const tr::RankTrace& t = trace_.ranks[static_cast<size_t>(rank)];
+    RankState s;
+    s.rank = rank;
+    std::vector<Op>& ops = g_.ops[static_cast<size_t>(rank)];
+    int64_t previous_end = 0;
+    bool first = true;
+    for (size_t i = 0; i < t.records.size(); ++i) {
+      const tr::Record& r = t.records[i];
+      const tr::FunctionInfo* info = tr::find_function(r.function);
+      if (info == nullptr) {
+        ++unknown_functions_;
+        continue;
+      }
+      if (info->kind == tr::FunctionKind::meta) {
+        if (static_cast<Fn>(r.function) == Fn::pskel_comm_define) define_comm(s, t, i);
+        continue;
+      }
+      Op op;
+      op.function = r.function;
+      op.traced_start = r.t_start;
+      op.traced_end = std::max(r.t_start, r.t_end);
+      op.gap_ns = first ? 0 : std::max<int64_t>(0, r.t_start - previous_end);
+      previous_end = std::max(previous_end, r.t_end);
+      const auto op_index = static_cast<uint32_t>(ops.size());
+      op.first_post = static_cast<uint32_t>(g_.posts.size());
+      op.first_wait = static_cast<uint32_t>(g_.waits.size());
+      posts_.clear();
+      waits_.clear();
+      add_call(s, t, i, info->kind, op_index, op, first);
+      first = false;
+      g_.posts.insert(g_.posts.end(), posts_.begin(), posts_.end());
+      g_.waits.insert(g_.waits.end(), waits_.begin(), waits_.end());
+      op.post_count = static_cast<uint32_t>(posts_.size());
+      op.wait_count = static_cast<uint32_t>(waits_.size());
+      ops.push_back(op);
+    }
+  }
+
+  Envelope send_envelope(RankState& s, const tr::Record& r) {
+    return {comm_key(s, r.comm), r.peer, r.tag};
+  }
+  Envelope recv_envelope(RankState& s, const tr::Record& r) {
+    return {comm_key(s, r.comm), r.source, r.recv_tag};
+  }
+
+  void add_call(RankState& s, const tr::RankTrace& t, size_t index, tr::FunctionKind kind,
+                uint32_t op_index, Op& op, bool first) {
+    const tr::Record& r = t.records[index];
+    const auto f = static_cast<Fn>(r.function);
+    const int64_t sent = r.count * static_cast<int64_t>(r.type_size);
+    switch (kind) {
+      case tr::FunctionKind::env:
+        if (f == Fn::MPI_Finalize) {
+          op.finalize = true;
+        } else {
+          // MPI_Init: the rank's start-up, from t = 0 to the end of the tracer's setup.
+          op.measured = true;
+          op.traced_start = first ? 0 : op.traced_start;
+        }
+        return;
+      case tr::FunctionKind::p2p: {
+        if (f == Fn::MPI_Irecv) {
+          s.request[r.request] = post_recv(s, op_index, recv_envelope(s, r));
+          op.bytes = 0;
+          return;
+        }
+        if (f == Fn::MPI_Recv) {
+          waits_.push_back(post_recv(s, op_index, recv_envelope(s, r)));
+          return;
+        }
+        if (f == Fn::MPI_Sendrecv || f == Fn::MPI_Sendrecv_replace) {
+          waits_.push_back(post_send(s, op_index, send_envelope(s, r), sent, SendMode::standard));
+          waits_.push_back(post_recv(s, op_index, recv_envelope(s, r)));
+          return;
+        }
+        const uint32_t e = post_send(s, op_index, send_envelope(s, r), sent, send_mode(f));
+        if (is_blocking_send(f))
+          waits_.push_back(e);
+        else
+          s.request[r.request] = e;
+        op.bytes = sent;
+        return;
+      }
+      case tr::FunctionKind::p2p_init: {
+        PersistentTemplate p;
+        p.send = f == Fn::MPI_Send_init;
+        p.mode = SendMode::standard;
+        p.envelope = p.send ? send_envelope(s, r) : recv_envelope(s, r);
+        p.bytes = sent;
+        if (r.request != 0) s.persistent[r.request] = p;
+        return;
+      }
+      case tr::FunctionKind::start:
+        for (int64_t word : t.aux_of(index)) {
+          const auto id = static_cast<uint32_t>(word);
+          auto it = s.persistent.find(id);
+          if (id == 0 || it == s.persistent.end()) continue;
+          const PersistentTemplate& p = it->second;
+          s.request[id] = p.send ? post_send(s, op_index, p.envelope, p.bytes, p.mode)
+                                 : post_recv(s, op_index, p.envelope);
+        }
+        return;
+      case tr::FunctionKind::completion:
+        complete_requests(s, t, index);
+        return;
+      case tr::FunctionKind::probe:
+        if (f == Fn::MPI_Probe) {
+          const uint32_t e = new_endpoint(Kind::arrival, s.rank, kNone);
+          const Envelope env = recv_envelope(s, r);
+          const auto posted = posted_on_channel_.find({s.rank, env.comm, env.peer, env.tag});
+          probes_.push_back({e, env, posted == posted_on_channel_.end() ? 0 : posted->second});
+          waits_.push_back(e);
+        }
+        return;
+      case tr::FunctionKind::request:
+        if (!s.persistent.count(r.request)) s.request.erase(r.request);
+        s.persistent.erase(r.request);
+        return;
+      case tr::FunctionKind::collective:
+      case tr::FunctionKind::icollective:
+      case tr::FunctionKind::comm: {
+        CollectiveShape shape{};
+        if (!collective_shape(r.function, &shape)) return;   // Comm_free: local
+        const CommKey comm = comm_key(s, r.comm);
+        if (comm == kUnknownComm || comms_[static_cast<size_t>(comm)].members.empty()) {
+          op.measured = true;
+          ++g_.unmodelled_calls;
+          return;
+        }
+        const uint64_t k = s.collectives_on[comm]++;
+        auto [it, inserted] = collective_index_.try_emplace({comm, k}, g_.collectives.size());
+        if (inserted) {
+          Collective c;
+          c.family = shape.family;
+          c.sync = shape.sync;
+          c.ranks = static_cast<int>(comms_[static_cast<size_t>(comm)].members.size());
+          c.root = r.root;
+          g_.collectives.push_back(c);
+        }
+        Collective& c = g_.collectives[it->second];
+        if (c.family != shape.family) mismatched_collectives_ = true;
+        if (c.root < 0 && r.root >= 0) c.root = r.root;
+        c.bytes = std::max(c.bytes, std::max<int64_t>(0, r.bytes));
+        const uint32_t e = new_endpoint(Kind::member, s.rank, op_index);
+        g_.endpoints[e].link = static_cast<uint32_t>(it->second);
+        c.members.push_back(e);
+        posts_.push_back(e);
+        if (kind == tr::FunctionKind::icollective)
+          s.request[r.request] = e;
+        else
+          waits_.push_back(e);
+        return;
+      }
+      case tr::FunctionKind::meta:
+        return;
+    }
+  }
+
+  // ----- matching
+
+  void match_messages() {
+    for (auto& [rank, recvs] : recvs_in_order_) {
+      for (uint32_t e : recvs) {
+        const Envelope& env = envelopes_[e];
+        if (env.peer == tr::kProcNull) continue;
+        if (!env.known() || env.peer >= g_.world_size) {
+          ++g_.unmatched_receives;
+          continue;
+        }
+        auto it = sends_.find({env.comm, env.peer, rank, env.tag});
+        if (it == sends_.end() || it->second.empty()) {
+          ++g_.unmatched_receives;
+          continue;
+        }
+        const uint32_t send = it->second.front();
+        it->second.pop_front();
+        Message m;
+        m.send = send;
+        m.recv = e;
+        m.bytes = send_bytes_[send].first;
+        m.mode = send_bytes_[send].second;
+        const auto id = static_cast<uint32_t>(g_.messages.size());
+        g_.endpoints[send].link = g_.endpoints[e].link = id;
+        g_.messages.push_back(m);
+      }
+    }
+    for (auto& [key, left] : sends_) g_.unmatched_sends += left.size();
+  }
+
+  // A probe waits for the message that the next receive on its channel gets.
+  void link_probes() {
+    if (probes_.empty()) return;
+    std::map<ChannelOf, std::vector<uint32_t>> receives;
+    for (const auto& [rank, recvs] : recvs_in_order_)
+      for (uint32_t e : recvs) {
+        const Envelope& env = envelopes_[e];
+        receives[{rank, env.comm, env.peer, env.tag}].push_back(e);
+      }
+    for (const PendingProbe& p : probes_) {
+      const Envelope& env = p.envelope;
+      auto it = receives.find({g_.endpoints[p.endpoint].rank, env.comm, env.peer, env.tag});
+      if (it != receives.end() && p.receives_before < it->second.size())
+        g_.endpoints[p.endpoint].link = g_.endpoints[it->second[p.receives_before]].link;
+    }
+  }
+
+  void finish_collectives() {
+    for (Collective& c : g_.collectives)
+      if (static_cast<int>(c.members.size()) < c.ranks) ++g_.incomplete_collectives;
+  }
+
+  void summarize_warnings() {
+    if (g_.unmatched_sends > 0)
+      g_.warnings.push_back(fmt::format(
+          "{} send(s) have no matching receive in the trace: replayed as if received", g_.unmatched_sends));
+    if (g_.unmatched_receives > 0)
+      g_.warnings.push_back(fmt::format(
+          "{} receive(s) have no matching send in the trace: replayed as if the message were there",
+          g_.unmatched_receives));
+    if (g_.incomplete_collectives > 0)
+      g_.warnings.push_back(fmt::format(
+          "{} collective(s) miss members' calls (truncated trace?): replayed with the members present",
+          g_.incomplete_collectives));
+    if (g_.unmodelled_calls > 0)
+      g_.warnings.push_back(fmt::format(
+          "{} collective call(s) on communicators the trace does not define (intercommunicators?): "
+          "replayed with their traced durations",
+          g_.unmodelled_calls));
+    if (unknown_functions_ > 0)
+      g_.warnings.push_back(fmt::format("{} record(s) of unknown functions ignored", unknown_functions_));
+    if (mismatched_collectives_)
+      g_.warnings.push_back("members of one collective called different functions: the trace's "
+                            "collective order is inconsistent");
+  }
+
+  const tr::TraceSet& trace_;
+  Graph g_;
+  std::vector<uint32_t> posts_, waits_;   // of the op being built
+  std::vector<Envelope> envelopes_;       // per endpoint
+  std::vector<std::pair<int64_t, SendMode>> send_bytes_;  // per endpoint: bytes, mode
+  std::map<std::tuple<CommKey, int32_t, int32_t, int32_t>, std::deque<uint32_t>> sends_;
+  std::map<int32_t, std::vector<uint32_t>> recvs_in_order_;
+  using ChannelOf = std::tuple<int32_t, CommKey, int32_t, int32_t>;  // receiver, comm, source, tag
+  std::map<ChannelOf, uint64_t> posted_on_channel_;
+  std::vector<PendingProbe> probes_;
+  std::unordered_map<std::string, CommKey> comm_ids_;
+  std::vector<CommInfo> comms_;
+  CommKey world_ = kUnknownComm;
+  std::map<std::pair<CommKey, uint64_t>, size_t> collective_index_;
+  uint64_t unknown_functions_ = 0;
+  bool mismatched_collectives_ = false;
+};
+
+}  // namespace
+
+std::string_view family_name(Family f) {
+  static constexpr std::string_view kNames[kFamilyCount] = {
+      "post", "p2p_send", "p2p", "p2p_recv", "barrier", "bcast", "reduce", "allreduce", "alltoall",
+      "allgather", "gather", "scatter", "reduce_scatter", "scan", "comm_create"};
+  return kNames[static_cast<size_t>(f)];
+}
+
+double family_factor(Family f, int ranks) {
+  const int p = std::max(ranks, 1);
+  switch (f) {
+    case Family::alltoall: case Family::allgather: case Family::gather: case Family::scatter:
+    case Family::reduce_scatter:
+      return std::max(1, p - 1);
+    case Family::barrier: case Family::bcast: case Family::reduce: case Family::allreduce:
+    case Family::scan: case Family::comm_create: {
+      int rounds = 0;
+      while ((1 << rounds) < p) ++rounds;
+      return std::max(1, rounds);
+    }
+    default:
+      return 1;
+  }
+}
+
+Graph build_graph(const trace::TraceSet& trace) { return Builder(trace).build(); }
+
+}  // namespace pskel::simulate

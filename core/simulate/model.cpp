@@ -1,0 +1,296 @@
+// The communication model: a line T0 + m·slope per call family, fitted to the trace's own calls
+// that did not wait (simulate.h, fit_line / fit_model / apply_what_if).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <vector>
+
+#include "simulate/simulate.h"
+#include "trace/functions.h"
+
+namespace pskel::simulate {
+namespace {
+
+namespace tr = pskel::trace;
+using Fn = tr::FunctionId;
+
+inline constexpr size_t kMaxExactSizes = 32;
+
+struct Point {
+  double bytes, ns, weight;
+};
+
+// Per size group, the point (median size, mean duration).
+std::vector<Point> bucket_points(std::span<const Sample> samples) {
+  std::map<double, std::vector<Sample>> exact;
+  for (const Sample& s : samples) exact[s.bytes].push_back(s);
+  std::map<double, std::vector<Sample>> groups;
+  if (exact.size() <= kMaxExactSizes) {
+    groups = std::move(exact);
+  } else {
+    for (const Sample& s : samples)
+      groups[s.bytes < 1 ? 0 : std::floor(std::log2(s.bytes))].push_back(s);
+  }
+  std::vector<Point> points;
+  for (const auto& [key, group] : groups) {
+    double bytes = 0, ns = 0;
+    for (const Sample& s : group) {
+      bytes += s.bytes;
+      ns += s.ns;
+    }
+    const auto n = static_cast<double>(group.size());
+    points.push_back({bytes / n, ns / n, n});
+  }
+  return points;
+}
+
+// Per endpoint, the op that first waits for it ({rank, op}; empty if none does): the blocking
+// call itself, or the Wait/Test that completes its request.
+std::vector<std::vector<uint32_t>> completers(const Graph& graph) {
+  std::vector<std::vector<uint32_t>> out(graph.endpoints.size());
+  for (size_t r = 0; r < graph.ops.size(); ++r)
+    for (uint32_t i = 0; i < graph.ops[r].size(); ++i)
+      for (uint32_t e : graph.waits_of(graph.ops[r][i]))
+        if (out[e].empty()) out[e] = {static_cast<uint32_t>(r), i};
+  return out;
+}
+
+}  // namespace
+
+Fit fit_line(std::span<const Sample> samples, double fallback_ns_per_byte) {
+  Fit fit;
+  fit.samples = samples.size();
+  if (samples.empty()) return fit;
+  fit.fitted = true;
+  const std::vector<Point> points = bucket_points(samples);
+  fit.buckets = points.size();
+  double w = 0, mx = 0, my = 0;
+  for (const Point& p : points) {
+    w += p.weight;
+    mx += p.weight * p.bytes;
+    my += p.weight * p.ns;
+  }
+  mx /= w;
+  my /= w;
+  double sxx = 0, sxy = 0, syy = 0;
+  for (const Point& p : points) {
+    sxx += p.weight * (p.bytes - mx) * (p.bytes - mx);
+    sxy += p.weight * (p.bytes - mx) * (p.ns - my);
+    syy += p.weight * (p.ns - my) * (p.ns - my);
+  }
+  if (points.size() < 2 || sxx <= 0) {
+    fit.ns_per_byte = std::max(0.0, fallback_ns_per_byte);
+    fit.t0_ns = std::max(0.0, my - fit.ns_per_byte * mx);
+  } else {
+    fit.ns_per_byte = std::max(0.0, sxy / sxx);
+    fit.t0_ns = my - fit.ns_per_byte * mx;
+    if (fit.t0_ns < 0) {   // through the origin instead
+      double sxy0 = 0, sxx0 = 0;
+      for (const Point& p : points) {
+        sxy0 += p.weight * p.bytes * p.ns;
+        sxx0 += p.weight * p.bytes * p.bytes;
+      }
+      fit.t0_ns = 0;
+      fit.ns_per_byte = sxx0 > 0 ? std::max(0.0, sxy0 / sxx0) : 0;
+    }
+  }
+  fit.r2 = 1;
+  if (points.size() >= 3 && syy > 0) {
+    double residual = 0;
+    for (const Point& p : points) {
+      const double e = p.ns - fit.cost_ns(p.bytes);
+      residual += p.weight * e * e;
+    }
+    fit.r2 = 1 - residual / syy;
+  }
+  return fit;
+}
+
+std::vector<double> clock_offsets(const Graph& graph) {
+  // lower[{a, b}]: off[b] - off[a] is at least this much (a waited-for event on a happened
+  // before the waiting one on b ended).
+  std::map<std::pair<int32_t, int32_t>, double> lower;
+  auto bound = [&](int32_t a, int32_t b, double v) {
+    if (a == b) return;
+    auto [it, inserted] = lower.try_emplace({a, b}, v);
+    if (!inserted) it->second = std::max(it->second, v);
+  };
+  const std::vector<std::vector<uint32_t>> completer = completers(graph);
+  auto done_of = [&](uint32_t e) -> const Op* {
+    const auto& c = completer[e];
+    return c.empty() ? nullptr : &graph.ops[static_cast<size_t>(c[0])][c[1]];
+  };
+  auto op_of = [&](uint32_t e) -> const Op& {
+    const Endpoint& ep = graph.endpoints[e];
+    return graph.ops[static_cast<size_t>(ep.rank)][ep.op];
+  };
+  for (const Message& m : graph.messages) {
+    const Op* done = done_of(m.recv);
+    if (done == nullptr) continue;
+    bound(graph.endpoints[m.send].rank, graph.endpoints[m.recv].rank,
+          static_cast<double>(op_of(m.send).traced_start - done->traced_end));
+  }
+  for (const Collective& c : graph.collectives) {
+    if (c.sync != Sync::all || c.members.size() < 2) continue;
+    const uint32_t first = c.members[0];
+    const Op* first_done = done_of(first);
+    for (uint32_t e : c.members) {
+      const Op* done = done_of(e);
+      if (done == nullptr || first_done == nullptr) continue;
+      const int32_t a = graph.endpoints[first].rank, b = graph.endpoints[e].rank;
+      bound(a, b, static_cast<double>(op_of(first).traced_start - done->traced_end));
+      bound(b, a, static_cast<double>(op_of(e).traced_start - first_done->traced_end));
+    }
+  }
+  // Each pair's offset: the middle of its bounds (or the one bound there is), spread from rank 0.
+  std::map<int32_t, std::vector<int32_t>> neighbours;
+  for (const auto& [pair, v] : lower) {
+    neighbours[pair.first].push_back(pair.second);
+    neighbours[pair.second].push_back(pair.first);
+  }
+  std::vector<double> offset(static_cast<size_t>(graph.world_size), 0.0);
+  std::vector<bool> seen(offset.size(), false);
+  std::vector<int32_t> queue;
+  for (int32_t start = 0; start < graph.world_size; ++start) {
+    if (seen[static_cast<size_t>(start)]) continue;
+    seen[static_cast<size_t>(start)] = true;
+    queue.assign(1, start);
+    for (size_t q = 0; q < queue.size(); ++q) {
+      const int32_t a = queue[q];
+      for (int32_t b : neighbours[a]) {
+        if (seen[static_cast<size_t>(b)]) continue;
+        const auto lo = lower.find({a, b}), up = lower.find({b, a});
+        double d = 0;
+        if (lo != lower.end() && up != lower.end())
+          d = (lo->second - up->second) / 2;
+        else
+          d = lo != lower.end() ? lo->second : -up->second;
+        offset[static_cast<size_t>(b)] = offset[static_cast<size_t>(a)] + d;
+        seen[static_cast<size_t>(b)] = true;
+        queue.push_back(b);
+      }
+    }
+  }
+  return offset;
+}
+
+Model fit_model(const Graph& graph) {
+  std::array<std::vector<Sample>, kFamilyCount> samples;
+  auto add = [&](Family f, double bytes, double ns) {
+    samples[static_cast<size_t>(f)].push_back({bytes, std::max(0.0, ns)});
+  };
+  const std::vector<double> offset = clock_offsets(graph);
+  const std::vector<std::vector<uint32_t>> completer = completers(graph);
+  auto op_of = [&](uint32_t e) -> const Op& {
+    const Endpoint& ep = graph.endpoints[e];
+    return graph.ops[static_cast<size_t>(ep.rank)][ep.op];
+  };
+  // On the common clock (rank 0's): a rank's t plus its offset.
+  auto common = [&](uint32_t endpoint, int64_t t) {
+    return static_cast<double>(t) + offset[static_cast<size_t>(graph.endpoints[endpoint].rank)];
+  };
+  // The eager limit: the largest size of a blocking standard send that ended before its receive was
+  // posted, and the smallest larger one that was still running when the receive was posted.
+  double eager_max = -1;
+  std::map<double, bool> waited;   // size -> some send of it ran into its receive's post
+  for (const Message& m : graph.messages) {
+    const Op& send = op_of(m.send);
+    const auto f = static_cast<Fn>(send.function);
+    if (f != Fn::MPI_Send && f != Fn::MPI_Rsend) continue;
+    const double recv_post = common(m.recv, op_of(m.recv).traced_start);
+    const double bytes = static_cast<double>(m.bytes);
+    if (common(m.send, send.traced_end) < recv_post)
+      eager_max = std::max(eager_max, bytes);
+    else if (common(m.send, send.traced_start) < recv_post)
+      waited[bytes] = true;
+  }
+  double rendezvous = std::numeric_limits<double>::infinity();
+  for (const auto& [bytes, yes] : waited)
+    if (yes && bytes > eager_max) {
+      rendezvous = bytes;
+      break;
+    }
+  for (size_t r = 0; r < graph.ops.size(); ++r)
+    for (const Op& op : graph.ops[r]) {
+      if (op.measured || op.finalize) continue;
+      const auto f = static_cast<Fn>(op.function);
+      const double ns = static_cast<double>(op.traced_end - op.traced_start);
+      if (op.wait_count == 0) {   // local bookkeeping: no size term (an Irecv moves nothing yet)
+        add(Family::post, 0, ns);
+      } else if (f == Fn::MPI_Bsend ||
+                 ((f == Fn::MPI_Send || f == Fn::MPI_Rsend) &&
+                  static_cast<double>(op.bytes) < rendezvous)) {
+        add(Family::p2p_send, static_cast<double>(op.bytes), ns);
+      }
+    }
+  // Transfers: from the send's post (or the receive's, if later) to the end of the receive or
+  // of the Wait that completes it, when the receiver was already waiting for it.
+  std::vector<Sample> transfers, all_transfers;
+  for (const Message& m : graph.messages) {
+    if (completer[m.recv].empty()) continue;
+    const Op& done = graph.ops[completer[m.recv][0]][completer[m.recv][1]];
+    const double sent = common(m.send, op_of(m.send).traced_start);
+    const double waiting_from = common(m.recv, done.traced_start);
+    const double ns = common(m.recv, done.traced_end) - std::max(waiting_from, sent);
+    const Sample s{static_cast<double>(m.bytes), std::max(0.0, ns)};
+    all_transfers.push_back(s);
+    if (sent >= waiting_from)
+      transfers.push_back(s);
+    else   // the message was there: what the receive itself cost
+      add(Family::p2p_recv, s.bytes, static_cast<double>(done.traced_end - done.traced_start));
+  }
+  samples[static_cast<size_t>(Family::p2p)] = transfers.empty() ? all_transfers : transfers;
+  // Collectives: the latest arriving member's time from its post to its completion.
+  for (const Collective& c : graph.collectives) {
+    uint32_t latest = kNone;
+    for (uint32_t e : c.members)
+      if (latest == kNone ||
+          common(e, op_of(e).traced_start) > common(latest, op_of(latest).traced_start))
+        latest = e;
+    if (latest == kNone || completer[latest].empty()) continue;
+    const Op& done = graph.ops[completer[latest][0]][completer[latest][1]];
+    add(c.family, static_cast<double>(c.bytes),
+        static_cast<double>(done.traced_end - op_of(latest).traced_start));
+  }
+
+  Model model;
+  model.ranks = graph.world_size;
+  model.rendezvous_bytes = rendezvous;
+  model[Family::p2p] = fit_line(samples[static_cast<size_t>(Family::p2p)]);
+  const Fit& p2p = model[Family::p2p];
+  for (size_t k = 0; k < kFamilyCount; ++k) {
+    const auto f = static_cast<Family>(k);
+    if (f == Family::p2p) continue;
+    // The collective's P: the ranks of its communicator (the first instance's; usually world).
+    int ranks = graph.world_size;
+    for (const Collective& c : graph.collectives)
+      if (c.family == f) {
+        ranks = c.ranks;
+        break;
+      }
+    const double factor = family_factor(f, ranks);
+    Fit fit = fit_line(samples[k], p2p.ns_per_byte * factor);
+    if (!fit.fitted) {
+      fit.t0_ns = p2p.t0_ns * factor;
+      fit.ns_per_byte = p2p.ns_per_byte * factor;
+    }
+    model.fits[k] = fit;
+  }
+  return model;
+}
+
+Model apply_what_if(Model model, const WhatIf& what_if) {
+  for (size_t k = 0; k < kFamilyCount; ++k) {
+    const auto f = static_cast<Family>(k);
+    Fit& fit = model.fits[k];
+    const double factor = family_factor(f, model.ranks);
+    if (what_if.latency_s >= 0 && f != Family::post && f != Family::p2p_send &&
+        f != Family::p2p_recv)
+      fit.t0_ns = what_if.latency_s * 1e9 * factor;
+    if (what_if.bandwidth > 0 && f != Family::post) fit.ns_per_byte = factor * 1e9 / what_if.bandwidth;
+  }
+  return model;
+}
+
+}  // namespace pskel::simulate

@@ -1,0 +1,284 @@
+// The discrete-event replay of a graph under a model, and its critical path (simulate.h,
+// replay). Times are double ns from t = 0 (the end of the barrier in MPI_Init).
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <limits>
+#include <vector>
+
+#include "simulate/simulate.h"
+
+namespace pskel::simulate {
+namespace {
+
+using Kind = Endpoint::Kind;
+inline constexpr double kUnposted = std::numeric_limits<double>::quiet_NaN();
+
+struct OpTime {
+  double start = 0, end = 0;
+  uint32_t bind = kNone;   // the endpoint whose post time decided `end`; kNone: the op itself
+};
+
+// When an endpoint completes: the time, and the endpoint whose post decided it.
+struct Completion {
+  double time;
+  uint32_t bind;
+};
+
+class Replay {
+ public:
+  Replay(const Graph& graph, const Model& model, const WhatIf& what_if)
+      : g_(graph), m_(model), w_(what_if),
+        posted_at_(graph.endpoints.size(), kUnposted),
+        waiters_(graph.endpoints.size()),
+        collective_posted_(graph.collectives.size(), 0),
+        collective_waiters_(graph.collectives.size()),
+        times_(graph.ops.size()),
+        next_(graph.ops.size(), 0),
+        clock_(graph.ops.size(), 0.0),
+        started_(graph.ops.size(), false),
+        end_(graph.ops.size(), -1.0) {
+    for (size_t r = 0; r < graph.ops.size(); ++r) times_[r].resize(graph.ops[r].size());
+  }
+
+  Prediction run() {
+    const auto ranks = static_cast<int32_t>(g_.ops.size());
+    for (int32_t r = 0; r < ranks; ++r) ready_.push_back(r);
+    Prediction p;
+    for (;;) {
+      while (!ready_.empty()) {
+        const int32_t r = ready_.front();
+        ready_.pop_front();
+        advance(r, false);
+      }
+      // Everybody unfinished waits for a post that no rank will make (only in a trace that is
+      // inconsistent or cut short): the earliest of them goes on as if its peer were ready.
+      int32_t earliest = -1;
+      for (int32_t r = 0; r < ranks; ++r)
+        if (next_[r] < g_.ops[r].size() &&
+            (earliest < 0 || current_start(r) < current_start(earliest)))
+          earliest = r;
+      if (earliest < 0) break;
+      ++p.forced;
+      advance(earliest, true);
+    }
+    finish(p);
+    return p;
+  }
+
+ private:
+  double scaled_gap(const Op& op) const { return static_cast<double>(op.gap_ns) * w_.cpu_scale * w_.grow; }
+  double current_start(int32_t r) const {
+    return started_[r] ? times_[r][next_[r]].start : clock_[r] + scaled_gap(g_.ops[r][next_[r]]);
+  }
+  double own_cost(const Op& op) const {
+    if (op.measured) return static_cast<double>(op.traced_end - op.traced_start);
+    if (op.finalize) return 0;
+    // A call that receives costs at least what taking a message that is there costs.
+    double received = -1;
+    for (uint32_t e : g_.waits_of(op)) {
+      const Endpoint& ep = g_.endpoints[e];
+      if (ep.kind == Kind::recv && ep.link != kNone)
+        received = std::max(received, static_cast<double>(g_.messages[ep.link].bytes) * w_.grow);
+    }
+    const double post = m_[Family::post].t0_ns;
+    return received < 0 ? post : std::max(post, m_[Family::p2p_recv].cost_ns(received));
+  }
+  bool posted(uint32_t e) const { return !std::isnan(posted_at_[e]); }
+
+  void post(uint32_t e, double t) {
+    posted_at_[e] = t;
+    for (int32_t r : waiters_[e]) ready_.push_back(r);
+    waiters_[e].clear();
+    const Endpoint& ep = g_.endpoints[e];
+    if (ep.kind == Kind::member) {
+      const Collective& c = g_.collectives[ep.link];
+      if (++collective_posted_[ep.link] == c.members.size()) {
+        for (int32_t r : collective_waiters_[ep.link]) ready_.push_back(r);
+        collective_waiters_[ep.link].clear();
+      }
+    }
+  }
+
+  // The completion of `e`, or false after registering rank `r` to wait for the post it needs.
+  // With `force`, posts that are missing are left out instead.
+  bool completion(uint32_t e, int32_t r, bool force, Completion* out) {
+    const Endpoint& ep = g_.endpoints[e];
+    const Fit& p2p = m_[Family::p2p];
+    if (ep.kind == Kind::member) return member_completion(e, r, force, out);
+    if (ep.link == kNone) {   // unmatched: as if the peer were ready
+      if (ep.kind == Kind::arrival) {
+        *out = {-std::numeric_limits<double>::infinity(), kNone};
+      } else {
+        const double sent = static_cast<double>(g_.ops[ep.rank][ep.op].bytes) * w_.grow;
+        *out = {posted_at_[e] + (ep.kind == Kind::send ? m_[Family::p2p_send].cost_ns(sent)
+                                                       : p2p.t0_ns),
+                e};
+      }
+      return true;
+    }
+    const Message& msg = g_.messages[ep.link];
+    const double bytes = static_cast<double>(msg.bytes) * w_.grow;
+    const bool synchronous = msg.mode == SendMode::synchronous ||
+                             (msg.mode == SendMode::standard && bytes >= m_.rendezvous_bytes);
+    const bool sender_posted = posted(msg.send), receiver_posted = posted(msg.recv);
+    auto need = [&](uint32_t other) {
+      if (force) return true;
+      waiters_[other].push_back(r);
+      return false;
+    };
+    switch (ep.kind) {
+      case Kind::send:
+        if (!synchronous) {
+          *out = {posted_at_[e] + m_[Family::p2p_send].cost_ns(bytes), e};
+          return true;
+        }
+        if (!receiver_posted) {
+          if (!need(msg.recv)) return false;
+          *out = {posted_at_[e] + p2p.cost_ns(bytes), e};
+          return true;
+        }
+        *out = posted_at_[msg.recv] > posted_at_[e]
+                   ? Completion{posted_at_[msg.recv] + p2p.cost_ns(bytes), msg.recv}
+                   : Completion{posted_at_[e] + p2p.cost_ns(bytes), e};
+        return true;
+      case Kind::recv:
+      case Kind::arrival: {
+        const double own = ep.kind == Kind::recv ? posted_at_[e]
+                                                 : -std::numeric_limits<double>::infinity();
+        if (!sender_posted) {
+          if (!need(msg.send)) return false;
+          *out = {ep.kind == Kind::recv ? own + p2p.t0_ns : own, ep.kind == Kind::recv ? e : kNone};
+          return true;
+        }
+        const double from = synchronous && ep.kind == Kind::recv
+                                 ? std::max(posted_at_[msg.send], own)
+                                 : posted_at_[msg.send];
+        const double arrival = from + p2p.cost_ns(bytes);
+        *out = arrival >= own ? Completion{arrival, synchronous && own > posted_at_[msg.send] ? e : msg.send}
+                              : Completion{own, e};
+        return true;
+      }
+      case Kind::member:
+        break;
+    }
+    return false;
+  }
+
+  bool member_completion(uint32_t e, int32_t r, bool force, Completion* out) {
+    const Endpoint& ep = g_.endpoints[e];
+    const Collective& c = g_.collectives[ep.link];
+    const double cost = m_[c.family].cost_ns(static_cast<double>(c.bytes) * w_.grow);
+    uint32_t root = kNone;
+    for (uint32_t member : c.members)
+      if (g_.endpoints[member].rank == c.root) root = member;
+    Sync sync = c.sync;
+    if (sync != Sync::all && root == kNone) sync = Sync::all;   // root never got there
+    Completion best{posted_at_[e], e};
+    auto consider = [&](uint32_t member) {
+      if (posted(member) && posted_at_[member] > best.time) best = {posted_at_[member], member};
+    };
+    if (sync == Sync::all || (sync == Sync::to_root && e == root)) {
+      if (collective_posted_[ep.link] < c.members.size() && !force) {
+        collective_waiters_[ep.link].push_back(r);
+        return false;
+      }
+      for (uint32_t member : c.members) consider(member);
+    } else if (sync == Sync::from_root) {
+      if (!posted(root) && !force) {
+        waiters_[root].push_back(r);
+        return false;
+      }
+      consider(root);
+    }
+    *out = {best.time + cost, best.bind};
+    return true;
+  }
+
+  void advance(int32_t r, bool force) {
+    const std::vector<Op>& ops = g_.ops[r];
+    while (next_[r] < ops.size()) {
+      const Op& op = ops[next_[r]];
+      OpTime& t = times_[r][next_[r]];
+      if (!started_[r]) {
+        t.start = clock_[r] + scaled_gap(op);
+        started_[r] = true;
+        for (uint32_t e : g_.posts_of(op)) post(e, t.start);
+      }
+      t.end = t.start + own_cost(op);
+      t.bind = kNone;
+      for (uint32_t e : g_.waits_of(op)) {
+        Completion c{};
+        if (!completion(e, r, force, &c)) return;
+        if (c.time > t.end) {
+          t.end = c.time;
+          t.bind = c.bind;
+        }
+      }
+      force = false;
+      if (op.finalize) end_[r] = t.start;
+      clock_[r] = t.end;
+      started_[r] = false;
+      ++next_[r];
+    }
+    if (end_[r] < 0) end_[r] = clock_[r];   // no MPI_Finalize: the rank ends with its last call
+  }
+
+  // The prediction and the critical path, walked back from the rank that ends last.
+  void finish(Prediction& p) {
+    const auto ranks = static_cast<int32_t>(g_.ops.size());
+    int32_t last = 0;
+    for (int32_t r = 0; r < ranks; ++r) {
+      p.rank_end_seconds.push_back(std::max(0.0, end_[r]) * 1e-9);
+      if (end_[r] > end_[last]) last = r;
+    }
+    if (ranks == 0) return;
+    p.predicted_seconds = std::max(0.0, end_[last]) * 1e-9;
+    p.critical_rank = last;
+    double compute = 0, communication = 0;
+    int32_t r = last;
+    int64_t i = static_cast<int64_t>(g_.ops[r].size()) - 1;
+    if (i >= 0 && g_.ops[r][static_cast<size_t>(i)].finalize) {
+      compute += scaled_gap(g_.ops[r][static_cast<size_t>(i)]);
+      --i;
+    }
+    while (i >= 0) {
+      const OpTime& t = times_[r][static_cast<size_t>(i)];
+      int32_t s = r;
+      int64_t j = i;
+      if (t.bind != kNone && g_.endpoints[t.bind].op != kNone) {
+        s = g_.endpoints[t.bind].rank;
+        j = g_.endpoints[t.bind].op;
+      }
+      communication += t.end - times_[s][static_cast<size_t>(j)].start;
+      compute += scaled_gap(g_.ops[s][static_cast<size_t>(j)]);
+      if (s != r) ++p.rank_switches;
+      r = s;
+      i = j - 1;
+    }
+    p.compute_seconds = compute * 1e-9;
+    p.communication_seconds = communication * 1e-9;
+  }
+
+  const Graph& g_;
+  const Model& m_;
+  const WhatIf w_;
+  std::vector<double> posted_at_;
+  std::vector<std::vector<int32_t>> waiters_;          // per endpoint: ranks waiting for its post
+  std::vector<size_t> collective_posted_;
+  std::vector<std::vector<int32_t>> collective_waiters_;
+  std::vector<std::vector<OpTime>> times_;
+  std::vector<size_t> next_;
+  std::vector<double> clock_;
+  std::vector<bool> started_;
+  std::vector<double> end_;
+  std::deque<int32_t> ready_;
+};
+
+}  // namespace
+
+Prediction replay(const Graph& graph, const Model& model, const WhatIf& what_if) {
+  return Replay(graph, model, what_if).run();
+}
+
+}  // namespace pskel::simulate

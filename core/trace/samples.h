@@ -1,0 +1,46 @@
+// Reads the optional resource-sample files of a trace (DIR/samples.<rank>, written by the
+// tracer's sampler; docs/trace-format.md §10): per rank, the process's CPU time and memory and
+// its node's CPU and memory over the run. Traces without them are fine: absence is not an error.
+// Pure functions over text and files; thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trace/samples_format.h"
+#include "util/result.h"
+
+namespace pskel::trace {
+
+// One line of a sample file. Counters are cumulative since boot (node) or since the process
+// started (process CPU); rates come from differences between samples. -1: not available.
+struct ResourceSample {
+  int64_t t_ns = 0;                 // on the rank's trace clock (ns since its t = 0)
+  int64_t process_cpu_ns = -1;      // CLOCK_PROCESS_CPUTIME_ID: user + system, all threads
+  int64_t rss_bytes = -1;           // resident set size (/proc/self/statm)
+  int64_t node_busy_ticks = -1;     // /proc/stat "cpu": all ticks but idle and iowait
+  int64_t node_total_ticks = -1;    // /proc/stat "cpu": all ticks
+  int64_t node_mem_used_bytes = -1; // /proc/meminfo MemTotal - MemAvailable
+  int64_t node_mem_total_bytes = -1;
+};
+
+struct SampleSeries {
+  int rank = 0;
+  int interval_ms = 0;
+  std::vector<ResourceSample> samples;   // in time order
+  int64_t sampler_cpu_ns = -1;           // the sampler thread's own CPU time, if it ended
+};
+
+// Parses a sample file's text; `name` is used in errors. The file must belong to `rank` of the
+// run `run_id`. A last line without its newline (the process was killed mid-write) is dropped.
+Result<SampleSeries> parse_samples(std::string_view text, const std::string& name, int rank,
+                                   std::string_view run_id);
+
+// DIR/samples.<rank>, or nullopt if the file does not exist (a trace taken without sampling).
+Result<std::optional<SampleSeries>> read_samples(const std::string& dir, int rank,
+                                                 std::string_view run_id);
+
+}  // namespace pskel::trace

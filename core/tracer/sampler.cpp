@@ -1,0 +1,130 @@
+#include "sampler.h"
+
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+
+#include "proc_stats.h"
+#include "trace/samples_format.h"
+
+namespace pskel::tracer {
+namespace {
+
+constexpr int kMaxIntervalMs = 3600 * 1000;
+
+// Reads the start of a small /proc file into buf (NUL-terminated); the bytes read, 0 if none.
+size_t read_proc_file(const char* path, char* buf, size_t capacity) {
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n;
+  do {
+    n = ::read(fd, buf, capacity - 1);
+  } while (n < 0 && errno == EINTR);
+  ::close(fd);
+  const size_t got = n > 0 ? static_cast<size_t>(n) : 0;
+  buf[got] = '\0';
+  return got;
+}
+
+int64_t clock_ns(clockid_t clock) {
+  timespec ts;
+  if (clock_gettime(clock, &ts) != 0) return -1;
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+bool write_all(int fd, const char* data, size_t size) {
+  while (size > 0) {
+    const ssize_t n = ::write(fd, data, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+int sample_interval_ms_from_env() {
+  const char* text = std::getenv(trace::kSampleEnv);
+  if (text == nullptr || *text == '\0') return trace::kDefaultSampleMs;
+  char* end = nullptr;
+  const long value = std::strtol(text, &end, 10);
+  if (*end != '\0' || value < 0) return trace::kDefaultSampleMs;
+  return value > kMaxIntervalMs ? kMaxIntervalMs : static_cast<int>(value);
+}
+
+bool Sampler::start(const char* path, int rank, const char* run_id, int interval_ms,
+                    int64_t now_ns) {
+  if (fd_ >= 0 || interval_ms <= 0) return false;
+  fd_ = ::open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd_ < 0) return false;
+  char header[160];
+  const int n = std::snprintf(header, sizeof header, "%s %d %d %s %d\n", trace::kSamplesMagic,
+                              trace::kSamplesVersion, rank, run_id, interval_ms);
+  if (n <= 0 || static_cast<size_t>(n) >= sizeof header ||
+      !write_all(fd_, header, static_cast<size_t>(n))) {
+    ::close(fd_);
+    fd_ = -1;
+    return false;
+  }
+  interval_ns_ = static_cast<int64_t>(interval_ms) * 1000000;
+  const long page = sysconf(_SC_PAGESIZE);
+  page_bytes_ = page > 0 ? page : 4096;
+  owner_ = getpid();
+  sample(now_ns);  // the start of the run, however soon it ends
+  return true;
+}
+
+void Sampler::stop(int64_t now_ns) {
+  if (fd_ < 0) return;
+  if (getpid() == owner_) {
+    sample(now_ns);  // the end of the run: its last interval is covered too
+    if (fd_ >= 0) {
+      char line[64];
+      const int n = std::snprintf(line, sizeof line, "# sampler_cpu_ns %lld\n",
+                                  static_cast<long long>(spent_ns_));
+      if (n > 0 && static_cast<size_t>(n) < sizeof line)
+        write_all(fd_, line, static_cast<size_t>(n));
+    }
+  }
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  next_due_ns_ = std::numeric_limits<int64_t>::max();
+}
+
+void Sampler::sample(int64_t now_ns) {
+  const int64_t cpu_before = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+  char buf[1024];
+  const int64_t cpu_ns = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+  size_t n = read_proc_file("/proc/self/statm", buf, sizeof buf);
+  const int64_t rss = parse_statm_rss_bytes(buf, n, page_bytes_);
+  n = read_proc_file("/proc/stat", buf, sizeof buf);
+  const NodeCpuTicks ticks = parse_proc_stat(buf, n);
+  n = read_proc_file("/proc/meminfo", buf, sizeof buf);
+  const NodeMemory memory = parse_meminfo(buf, n);
+  char line[192];
+  const int length = std::snprintf(
+      line, sizeof line, "%lld %lld %lld %lld %lld %lld %lld\n", static_cast<long long>(now_ns),
+      static_cast<long long>(cpu_ns), static_cast<long long>(rss),
+      static_cast<long long>(ticks.busy), static_cast<long long>(ticks.total),
+      static_cast<long long>(memory.used_bytes), static_cast<long long>(memory.total_bytes));
+  if (length <= 0 || static_cast<size_t>(length) >= sizeof line ||
+      !write_all(fd_, line, static_cast<size_t>(length))) {
+    ::close(fd_);  // sampling ends; the trace itself is not affected
+    fd_ = -1;
+    next_due_ns_ = std::numeric_limits<int64_t>::max();
+    return;
+  }
+  // The next due time from now, not from the last due time: after a long compute phase one
+  // sample covers it, not a burst of them.
+  next_due_ns_ = now_ns + interval_ns_;
+  spent_ns_ += clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu_before;
+}
+
+}  // namespace pskel::tracer

@@ -1,0 +1,299 @@
+// The replay predictor (core/simulate) on traces built in memory: a ping-pong whose critical
+// path is known to the nanosecond, collectives, the model fit on synthetic points, what-if
+// scaling, matching of wildcard and non-blocking receives, and traces that cannot be replayed
+// consistently (no hang, no crash).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "simulate/simulate.h"
+#include "trace_builder.h"
+
+using namespace pskel::test;
+namespace sim = pskel::simulate;
+
+namespace {
+
+// A model with round numbers: messages take 100 ns + 0.5 ns/byte, a blocking send 10 ns, calls
+// that do not wait nothing, every collective 50 ns.
+sim::Model round_model(int ranks) {
+  sim::Model m;
+  m.ranks = ranks;
+  for (sim::Fit& f : m.fits) f.t0_ns = 50;
+  m[sim::Family::p2p] = {100, 0.5, 1, 1, 1, true};
+  m[sim::Family::p2p_send] = {10, 0, 1, 1, 1, true};
+  m[sim::Family::post] = {0, 0, 1, 1, 1, true};
+  m[sim::Family::p2p_recv] = {0, 0, 1, 1, 1, true};
+  return m;
+}
+
+void init(RankBuilder& b) { b.timing(0, 0).add(Fn::MPI_Init); }
+
+}  // namespace
+
+TEST_CASE("simulate: a ping-pong replays to its exact critical path") {
+  auto w = world(2);
+  // Rank 0: compute 1000, send 8 bytes to 1, receive the answer, compute 200, finalize.
+  init(w[0]);
+  w[0].timing(1000, 50).send(1);
+  w[0].timing(0, 500).recv(1);
+  w[0].timing(200, 0).add(Fn::MPI_Finalize);
+  // Rank 1: receive, compute 300, answer, compute 100, finalize.
+  init(w[1]);
+  w[1].timing(0, 1100).recv(0);
+  w[1].timing(300, 20).send(0);
+  w[1].timing(100, 0).add(Fn::MPI_Finalize);
+  const auto trace = trace_set(w);
+
+  const sim::Graph g = sim::build_graph(trace);
+  REQUIRE(g.messages.size() == 2);
+  CHECK(g.unmatched_sends == 0);
+  CHECK(g.unmatched_receives == 0);
+
+  const sim::Prediction p = sim::replay(g, round_model(2));
+  // Rank 0 sends at 1000; the message (8 bytes: 104 ns) reaches rank 1 at 1104; rank 1
+  // answers at 1404, which reaches rank 0 at 1508; rank 0 finalizes at 1708, rank 1 at 1514.
+  CHECK(p.predicted_seconds == doctest::Approx(1708e-9).epsilon(1e-12));
+  CHECK(p.rank_end_seconds[1] == doctest::Approx(1514e-9).epsilon(1e-12));
+  CHECK(p.critical_rank == 0);
+  CHECK(p.compute_seconds == doctest::Approx(1500e-9).epsilon(1e-12));      // 1000 + 300 + 200
+  CHECK(p.communication_seconds == doctest::Approx(208e-9).epsilon(1e-12)); // two messages
+  CHECK(p.rank_switches == 2);
+  CHECK(p.forced == 0);
+}
+
+TEST_CASE("simulate: an allreduce ends for everybody at the last arrival plus its cost") {
+  auto w = world(3);
+  const int64_t gaps[3] = {100, 500, 300};
+  for (int r = 0; r < 3; ++r) {
+    init(w[r]);
+    w[r].timing(gaps[r], 10).collective(Fn::MPI_Allreduce, 1, tr::kNoRank, tr::Op::sum);
+    w[r].timing(0, 0).add(Fn::MPI_Finalize);
+  }
+  const auto trace = trace_set(w);
+  const sim::Graph g = sim::build_graph(trace);
+  REQUIRE(g.collectives.size() == 1);
+  CHECK(g.collectives[0].members.size() == 3);
+  const sim::Prediction p = sim::replay(g, round_model(3));
+  for (double end : p.rank_end_seconds) CHECK(end == doctest::Approx(550e-9).epsilon(1e-12));
+  CHECK(p.compute_seconds == doctest::Approx(500e-9).epsilon(1e-12));  // rank 1's gap
+  CHECK(p.communication_seconds == doctest::Approx(50e-9).epsilon(1e-12));
+}
+
+TEST_CASE("simulate: a reduce waits only at the root, a bcast only for the root") {
+  auto w = world(2);
+  // Rank 1 arrives at the reduce late (800), rank 0 (the root) early (100); then a bcast from
+  // rank 0, which rank 1 reaches at once.
+  init(w[0]);
+  w[0].timing(100, 10).collective(Fn::MPI_Reduce, 1, 0, tr::Op::sum);
+  w[0].timing(1000, 10).collective(Fn::MPI_Bcast, 1, 0);
+  w[0].timing(0, 0).add(Fn::MPI_Finalize);
+  init(w[1]);
+  w[1].timing(800, 10).collective(Fn::MPI_Reduce, 1, 0, tr::Op::sum);
+  w[1].timing(0, 10).collective(Fn::MPI_Bcast, 1, 0);
+  w[1].timing(0, 0).add(Fn::MPI_Finalize);
+  const auto trace = trace_set(w);
+  const sim::Prediction p = sim::replay(sim::build_graph(trace), round_model(2));
+  // Root: reduce ends at 850, bcast posted at 1850, ends 1900. Rank 1: reduce ends at 850
+  // (its own arrival + 50), bcast posted at 850 waits for the root: 1900.
+  CHECK(p.rank_end_seconds[0] == doctest::Approx(1900e-9).epsilon(1e-12));
+  CHECK(p.rank_end_seconds[1] == doctest::Approx(1900e-9).epsilon(1e-12));
+}
+
+TEST_CASE("simulate: the fit recovers T0 and B from noisy points") {
+  // True line: 2000 ns + 0.25 ns/byte (B = 4 GB/s). Per size 8 samples spread symmetrically
+  // around it (scheduling noise), plus sizes seen once.
+  std::vector<sim::Sample> samples;
+  for (double bytes : {0.0, 1024.0, 8192.0, 65536.0, 262144.0}) {
+    const double ns = 2000 + 0.25 * bytes;
+    for (int k = 1; k <= 4; ++k) {
+      samples.push_back({bytes, ns + 300.0 * k});
+      samples.push_back({bytes, ns - 300.0 * k});
+    }
+  }
+  const sim::Fit fit = sim::fit_line(samples);
+  CHECK(fit.fitted);
+  CHECK(fit.samples == 40);
+  CHECK(fit.buckets == 5);
+  CHECK(fit.t0_ns == doctest::Approx(2000).epsilon(1e-9));
+  CHECK(fit.ns_per_byte == doctest::Approx(0.25).epsilon(1e-9));
+  CHECK(fit.r2 == doctest::Approx(1.0).epsilon(1e-9));
+  // Many distinct sizes: grouped by powers of two, still on the line.
+  std::vector<sim::Sample> spread;
+  for (int k = 1; k <= 200; ++k) {
+    const double bytes = 97.0 * k * k;
+    spread.push_back({bytes, 2000 + 0.25 * bytes});
+  }
+  const sim::Fit binned = sim::fit_line(spread);
+  CHECK(binned.buckets < 33);
+  CHECK(binned.t0_ns == doctest::Approx(2000).epsilon(0.05));
+  CHECK(binned.ns_per_byte == doctest::Approx(0.25).epsilon(0.02));
+
+  // One size only: the slope comes from the fallback, T0 takes the rest.
+  const std::vector<sim::Sample> one = {{1000, 3000}, {1000, 3000}, {1000, 3000}, {1000, 5000}};
+  const sim::Fit single = sim::fit_line(one, 0.5);
+  CHECK(single.ns_per_byte == doctest::Approx(0.5));
+  CHECK(single.t0_ns == doctest::Approx(3000));
+  // No samples: not fitted.
+  CHECK_FALSE(sim::fit_line({}).fitted);
+}
+
+TEST_CASE("simulate: fit_model measures transfers and collective costs from the trace") {
+  // 20 messages of 8 bytes: the receiver is always already waiting, and the message takes
+  // 700 ns from the send's start to the end of the receive; each allreduce takes 400 ns (both
+  // ranks arrive together, which also pins the ranks' clocks together).
+  auto w = world(2);
+  init(w[0]);
+  init(w[1]);
+  int64_t t0 = 0, t1 = 0;
+  auto at = [](RankBuilder& b, int64_t& clock, int64_t start, int64_t end) -> RankBuilder& {
+    b.timing(start - clock, end - start);
+    clock = end;
+    return b;
+  };
+  int64_t now = 1000;
+  for (int k = 0; k < 20; ++k) {
+    at(w[1], t1, now - 500, now + 700).recv(0);
+    at(w[0], t0, now, now + 100).send(1);
+    now += 2000;
+    at(w[0], t0, now, now + 400).collective(Fn::MPI_Allreduce, 1, tr::kNoRank, tr::Op::sum);
+    at(w[1], t1, now, now + 400).collective(Fn::MPI_Allreduce, 1, tr::kNoRank, tr::Op::sum);
+    now += 2000;
+  }
+  at(w[0], t0, now, now).add(Fn::MPI_Finalize);
+  at(w[1], t1, now, now).add(Fn::MPI_Finalize);
+  const auto trace = trace_set(w);
+  const sim::Model m = sim::fit_model(sim::build_graph(trace));
+  CHECK(m[sim::Family::p2p].samples == 20);
+  CHECK(m[sim::Family::p2p].t0_ns + 8 * m[sim::Family::p2p].ns_per_byte == doctest::Approx(700));
+  CHECK(m[sim::Family::p2p_send].cost_ns(8) == doctest::Approx(100));
+  CHECK(m[sim::Family::allreduce].samples == 20);
+  CHECK(m[sim::Family::allreduce].cost_ns(8) == doctest::Approx(400));
+}
+
+TEST_CASE("simulate: clock offsets undo the skew between ranks' t = 0") {
+  // Rank 1's clock reads 5000 ns more than rank 0's. Ping-pongs both ways, 100 ns per message.
+  auto w = world(2);
+  init(w[0]);
+  init(w[1]);
+  int64_t t0 = 0, t1 = 0;
+  auto at = [](RankBuilder& b, int64_t& clock, int64_t start, int64_t end) -> RankBuilder& {
+    b.timing(start - clock, end - start);
+    clock = end;
+    return b;
+  };
+  const int64_t skew = 5000;
+  int64_t now = 10000;   // rank 0's clock
+  for (int k = 0; k < 5; ++k) {
+    at(w[0], t0, now, now + 20).send(1);
+    at(w[1], t1, now - 50 + skew, now + 100 + skew).recv(0);
+    now += 1000;
+    at(w[1], t1, now + skew, now + 20 + skew).send(0);
+    at(w[0], t0, now - 50, now + 100).recv(1);
+    now += 1000;
+  }
+  const auto trace = trace_set(w);
+  const std::vector<double> offset = sim::clock_offsets(sim::build_graph(trace));
+  REQUIRE(offset.size() == 2);
+  CHECK(offset[0] == 0);
+  CHECK(offset[1] == doctest::Approx(-skew));
+  // Without the offsets every transfer would look 5 us long one way and be clamped to 0 the other.
+  const sim::Model m = sim::fit_model(sim::build_graph(trace));
+  CHECK(m[sim::Family::p2p].cost_ns(8) == doctest::Approx(100));
+}
+
+TEST_CASE("simulate: cpu-scale 2 doubles a compute-only program, grow scales it too") {
+  auto w = world(2);
+  for (int r = 0; r < 2; ++r) {
+    init(w[r]);
+    w[r].timing(1000000 * (r + 1), 0).add(Fn::MPI_Finalize);
+  }
+  const auto trace = trace_set(w);
+  const sim::Graph g = sim::build_graph(trace);
+  const sim::Model m = round_model(2);
+  const double base = sim::replay(g, m).predicted_seconds;
+  CHECK(base == doctest::Approx(2e-3));
+  sim::WhatIf slow;
+  slow.cpu_scale = 2;
+  CHECK(sim::replay(g, m, slow).predicted_seconds == doctest::Approx(2 * base));
+  sim::WhatIf grow;
+  grow.grow = 3;
+  CHECK(sim::replay(g, m, grow).predicted_seconds == doctest::Approx(3 * base));
+}
+
+TEST_CASE("simulate: latency and bandwidth overrides replace the fitted line") {
+  sim::Model m = round_model(4);
+  sim::WhatIf w;
+  w.latency_s = 2e-6;
+  w.bandwidth = 1e9;
+  const sim::Model o = sim::apply_what_if(m, w);
+  CHECK(o[sim::Family::p2p].t0_ns == doctest::Approx(2000));
+  CHECK(o[sim::Family::p2p].ns_per_byte == doctest::Approx(1));
+  CHECK(o[sim::Family::allreduce].t0_ns == doctest::Approx(4000));     // log2(4) rounds
+  CHECK(o[sim::Family::alltoall].ns_per_byte == doctest::Approx(3));   // P - 1
+  CHECK(o[sim::Family::post].t0_ns == doctest::Approx(0));             // local cost stays
+}
+
+TEST_CASE("simulate: wildcard and non-blocking receives match in post order") {
+  auto w = world(3);
+  init(w[0]);
+  const uint32_t a = w[0].irecv(1, 5);
+  const uint32_t b = w[0].irecv(1, 5);
+  w[0].complete(Fn::MPI_Waitall, {a, b});
+  w[0].recv_any(2, 7);
+  w[0].add(Fn::MPI_Finalize);
+  init(w[1]);
+  w[1].send(0, 5, 10);
+  w[1].send(0, 5, 20);
+  w[1].add(Fn::MPI_Finalize);
+  init(w[2]);
+  w[2].send(0, 7, 30);
+  w[2].add(Fn::MPI_Finalize);
+  const auto trace = trace_set(w);
+  const sim::Graph g = sim::build_graph(trace);
+  CHECK(g.unmatched_sends == 0);
+  CHECK(g.unmatched_receives == 0);
+  REQUIRE(g.messages.size() == 3);
+  std::vector<int64_t> sizes;
+  for (const sim::Message& m : g.messages) sizes.push_back(m.bytes);
+  CHECK(sizes == std::vector<int64_t>{80, 160, 240});
+  // The Waitall waits for both receives.
+  CHECK(g.ops[0][3].wait_count == 2);
+}
+
+TEST_CASE("simulate: unmatched calls and an impossible trace replay without hanging") {
+  auto w = world(2);
+  // Both ranks Ssend first: a deadlock that a real run could not have traced; plus a receive
+  // nobody sends to.
+  init(w[0]);
+  w[0].send(1, 1, 1, Fn::MPI_Ssend);
+  w[0].recv(1, 1);
+  w[0].recv(1, 9);
+  w[0].add(Fn::MPI_Finalize);
+  init(w[1]);
+  w[1].send(0, 1, 1, Fn::MPI_Ssend);
+  w[1].recv(0, 1);
+  w[1].add(Fn::MPI_Finalize);
+  const auto trace = trace_set(w);
+  const sim::Graph g = sim::build_graph(trace);
+  CHECK(g.unmatched_receives == 1);
+  CHECK_FALSE(g.warnings.empty());
+  const sim::Prediction p = sim::replay(g, round_model(2));
+  CHECK(p.forced >= 1);
+  CHECK(std::isfinite(p.predicted_seconds));
+  CHECK(p.predicted_seconds > 0);
+
+  // A rank cut short (no Finalize, no end block): its last call ends it.
+  auto cut = world(2);
+  init(cut[0]);
+  cut[0].timing(500, 10).collective(Fn::MPI_Barrier, 0);
+  cut[0].timing(0, 0).add(Fn::MPI_Finalize);
+  init(cut[1]);
+  auto cut_trace = trace_set(cut);
+  cut_trace.ranks[1].complete = false;
+  const sim::Graph cg = sim::build_graph(cut_trace);
+  CHECK(cg.incomplete_collectives == 1);
+  const sim::Prediction cp = sim::replay(cg, round_model(2));
+  CHECK(cp.predicted_seconds == doctest::Approx(550e-9));
+}

@@ -11,7 +11,7 @@
  *                     unscaled_seconds=... predicted_seconds=... errors=0
  * skeleton_seconds = scaled_seconds + unscaled_seconds (raw time of the slowest rank);
  * predicted_seconds = the weighted time (of the rank where it is largest); warmup_seconds =
- * the compute run before the clock starts (PSKEL_WARMUP_SECONDS, default 0.25; see
+ * the compute run before the clock starts (PSKEL_WARMUP_SECONDS, default 0; see
  * pskel_begin), which is not part of the prediction.
  *
  * Requests. Every call of the original that created a request is an *event* of the skeleton
@@ -58,9 +58,8 @@ extern MPI_Status *pskel_statuses;  /* max_requests entries */
 extern int *pskel_indices;          /* max_requests entries */
 
 /* MPI_Init (or MPI_Init_thread), buffers, error handler MPI_ERRORS_RETURN (errors are counted,
- * not fatal: a skeleton must end), a short warm-up of compute (so that a CPU quota's
- * throttling is in its steady state, as it is for most of a long original run), then the
- * clock starts. Exits with status 2 if the number of ranks is not config->world_size. */
+ * not fatal: a skeleton must end), an optional warm-up of compute (PSKEL_WARMUP_SECONDS),
+ * then the clock starts. Exits with status 2 if the number of ranks is not config->world_size. */
 void pskel_begin(int *argc, char ***argv, const struct pskel_config *config);
 /* Stops the clock, completes leftover requests, prints the timings (rank 0), MPI_Finalize.
  * Returns the exit status for main: 0, or 3 if any MPI call failed. */

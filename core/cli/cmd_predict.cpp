@@ -30,7 +30,9 @@ struct Options {
 };
 
 struct Run {
-  double wall = 0, skeleton = 0, scaled = 0, unscaled = 0, weighted = 0, predicted = 0, warmup = 0;
+  double wall = 0, skeleton = 0, scaled = 0, unscaled = 0, weighted = 0, warmup = 0;
+  double startup = 0;    // what the skeleton did not account: launcher, MPI_Init, MPI_Finalize
+  double predicted = 0;  // weighted + startup
   long errors = 0;
 };
 
@@ -110,7 +112,8 @@ int run(const Options& opt) {
       return fail(fmt::format("{}: exited with status {}{}{}", binary, p.status, why.empty() ? "" : ": ", why));
     }
     r.wall = p.seconds;
-    r.predicted = r.weighted + std::max(0.0, r.wall - r.skeleton - r.warmup);
+    r.startup = std::max(0.0, r.wall - r.skeleton - r.warmup);
+    r.predicted = r.weighted + r.startup;
     runs.push_back(r);
   }
   std::vector<double> walls, predicted, skeletons, weighted, startups;
@@ -120,7 +123,7 @@ int run(const Options& opt) {
     predicted.push_back(r.predicted);
     skeletons.push_back(r.skeleton);
     weighted.push_back(r.weighted);
-    startups.push_back(std::max(0.0, r.wall - r.skeleton - r.warmup));
+    startups.push_back(r.startup);
     errors += r.errors;
   }
   const double prediction = median(predicted);

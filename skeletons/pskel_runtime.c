@@ -25,6 +25,13 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static double thread_cpu_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 static double t_begin, t_mark, factor_now = 1.0, weighted = 0.0, scaled_raw = 0.0, warmup = 0.0;
 static long errors = 0;
 static int first_error_line = 0;
@@ -375,17 +382,21 @@ void pskel_begin(int *argc, char ***argv, const struct pskel_config *c)
         bsend_buffer = allocate(bytes);
         MPI_Buffer_attach(bsend_buffer, (int)(bytes < 2000000000L ? bytes : 2000000000L));
     }
-    /* Optional warm-up (PSKEL_WARMUP_SECONDS, default none): compute before the clock starts,
-     * meant to bring a CPU quota's throttling into its steady state before a short skeleton
-     * is timed. Measured under a 50 % cgroup quota it did not help (K = 10 skeletons of cg:
-     * median -3.3 % without, -5.9 % with 0.25 s, 8 runs each), so it is off. Not counted:
-     * pskel predict subtracts warmup_seconds from the start-up it adds back. */
+    /* Optional warm-up (PSKEL_WARMUP_SECONDS = CPU seconds per rank, default none): compute
+     * before the clock starts, for CPU quotas. A quota lets an idle group run at full speed
+     * until the period's quota is spent, so a short timed part that starts fresh runs too
+     * fast, and the gain is multiplied by K. The warm-up ends on this thread's CPU time, not
+     * on the wall clock: a wall-clock end is first seen when a throttled process resumes, i.e.
+     * at the start of a fresh period, which is the same bias again. Not counted: pskel predict
+     * subtracts warmup_seconds (wall) from the start-up it adds back. */
     const char *warm = getenv("PSKEL_WARMUP_SECONDS");
-    const double warm_seconds = warm && *warm ? atof(warm) : 0.0;
+    const double warm_cpu = warm && *warm ? atof(warm) : 0.0;
     const double warm_start = now();
-    if (warm_seconds > 0)
-        while (now() - warm_start < warm_seconds)
+    if (warm_cpu > 0) {
+        const double cpu_start = thread_cpu_seconds();
+        while (thread_cpu_seconds() - cpu_start < warm_cpu)
             work_sink = pskel_work(64);
+    }
     PMPI_Barrier(MPI_COMM_WORLD);
     warmup = now() - warm_start;
     const char *calibrate = getenv("PSKEL_CALIBRATE");

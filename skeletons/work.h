@@ -17,8 +17,8 @@ extern "C" {
  * cannot drop the work); callers may ignore it. */
 double pskel_work(uint64_t units);
 
-/* Measures the ns one unit takes on this CPU now: the fastest of a few short runs of about
- * `seconds` each (the fastest is the least disturbed by other processes). */
+/* Measures the ns one unit takes on this CPU now: the mean of nine runs of about `seconds`
+ * each, leaving out runs during which another process had the CPU (Linux's run-queue delay). */
 double pskel_work_calibrate(double seconds);
 
 #ifdef __cplusplus

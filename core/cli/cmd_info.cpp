@@ -1,6 +1,8 @@
 // pskel info DIR [--json]: what a trace holds.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
@@ -16,7 +18,8 @@ Subcommand add_info_command(CLI::App& app) {
   auto opt = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("info", "Summarise a trace: ranks, events, calls per MPI function");
   cmd->add_option("DIR", opt->dir, "Trace directory (written by `pskel run`)")->required();
-  cmd->add_flag("--json", opt->json, "Print JSON (keys: ranks, events, events_per_rank, functions, wall_seconds)");
+  cmd->add_flag("--json", opt->json, "Print JSON (keys: ranks, events, events_per_rank, functions, wall_seconds, "
+                "cpu_wait_fraction)");
   return {cmd, [opt]() {
     auto trace = trace::read_trace_dir(opt->dir);
     if (!trace) return fail(trace.error().line());
@@ -32,6 +35,7 @@ Subcommand add_info_command(CLI::App& app) {
           {"bytes", s.bytes},              {"mpi", meta.value("mpi", "")},
           {"executable", meta.value("executable", "")},
           {"complete", meta.value("complete", false)},
+          {"cpu_wait_fraction", s.run_delay_fraction},
       };
       fmt::print("{}\n", out.dump(2));
       return 0;
@@ -43,7 +47,15 @@ Subcommand add_info_command(CLI::App& app) {
     fmt::print("events      {} ({:.1f} per rank)\n", s.events,
                s.ranks ? static_cast<double>(s.events) / s.ranks : 0.0);
     fmt::print("wall        {:.3f} s\n", s.wall_seconds);
-    fmt::print("bytes       {}\n\n", s.bytes);
+    fmt::print("bytes       {}\n", s.bytes);
+    const auto& ranks = trace.value().ranks;
+    if (std::any_of(ranks.begin(), ranks.end(), [](const auto& r) { return !r.run_delay.empty(); })) {
+      const double worst = *std::max_element(s.run_delay_fraction.begin(), s.run_delay_fraction.end());
+      // The node's other load: taken out of the compute gaps (trace/gaps.h), worth knowing.
+      fmt::print("cpu wait    {:.1f} % of the run at most (a rank waiting for a CPU{})\n", 100 * worst,
+                 worst > 0.05 ? ": the node was busy while traced" : "");
+    }
+    fmt::print("\n");
     fmt::print("{:<28} {:>12}\n", "function", "calls");
     for (const auto& [name, calls] : s.functions) fmt::print("{:<28} {:>12}\n", name, calls);
     return 0;

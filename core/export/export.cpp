@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "util/crc32c.h"
+#include "util/file_read.h"
 
 namespace pskel::exportfile {
 namespace {
@@ -215,25 +216,7 @@ Result<bool> write_atomic(const std::string& path, const Data& data) {
 }
 
 Result<std::string> read_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-  if (fd < 0) return syscall_error(path, "open");
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
-      static_cast<uint64_t>(st.st_size) > kMaxFileBytes) {
-    ::close(fd);
-    return Error{path, "not a regular file of at most 256 MiB"};
-  }
-  std::string text(static_cast<size_t>(st.st_size), '\0');
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::read(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  text.resize(done);  // a file that shrank while read fails the end-line check
-  return text;
+  return read_regular_file(path, kMaxFileBytes);
 }
 
 }  // namespace pskel::exportfile

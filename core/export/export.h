@@ -57,7 +57,8 @@ Result<Data> parse(std::string_view text, const std::string& origin);
 // directory. A reader sees either the old file or the new one, never a mix.
 Result<bool> write_atomic(const std::string& path, const Data& data);
 
-// Reads a file of at most kMaxFileBytes without following a symlink.
+// Reads a regular file of at most kMaxFileBytes, never through a symlink or from a FIFO; the
+// errors are read_regular_file's (util/file_read.h).
 Result<std::string> read_file(const std::string& path);
 
 }  // namespace pskel::exportfile

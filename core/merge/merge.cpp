@@ -6,6 +6,7 @@
 
 #include "merge/internal.h"
 #include "merge/merge.h"
+#include "trace/gaps.h"
 
 namespace pskel::merge {
 
@@ -24,31 +25,6 @@ const trace::Record* RankView::creator_of(int64_t id) const {
   const uint32_t c = creator[static_cast<size_t>(id)];
   return c ? &trace->records[c - 1] : nullptr;
 }
-
-namespace {
-
-int64_t clamped_gap(int64_t start, int64_t previous_end) {
-  int64_t gap = 0;
-  if (__builtin_sub_overflow(start, previous_end, &gap))
-    gap = start > previous_end ? std::numeric_limits<int64_t>::max() : 0;
-  return std::max<int64_t>(gap, 0);
-}
-
-std::vector<int64_t> gaps_of(const trace::RankTrace& t) {
-  std::vector<int64_t> gaps(t.records.size(), 0);
-  bool first = true;
-  int64_t previous_end = 0;
-  for (size_t i = 0; i < t.records.size(); ++i) {
-    const trace::Record& r = t.records[i];
-    if (role_of(r.function) == Role::pseudo) continue;
-    gaps[i] = first ? std::max<int64_t>(r.t_start, 0) : clamped_gap(r.t_start, previous_end);
-    previous_end = r.t_end;
-    first = false;
-  }
-  return gaps;
-}
-
-}  // namespace
 
 }  // namespace detail
 
@@ -89,7 +65,7 @@ MergedTrace merge(const trace::TraceSet& trace, const MergeOptions& options, Mer
       v.shape.push_back(detail::shape_of(v.record(index)));
       v.peers.push_back(detail::wrapped_peers(v.record(index), v.rank, out.world_size));
     }
-    out.gap_ns.push_back(detail::gaps_of(*v.trace));
+    out.gap_ns.push_back(trace::compute_gaps(*v.trace));
   }
   detail::align(views, std::max(options.lookahead, 0), out, local);
   detail::assign_symbols(views, out);

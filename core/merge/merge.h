@@ -34,8 +34,8 @@ struct MergedTrace {
   int world_size = 0;
   std::vector<Event> events;
   std::vector<Part> parts;
-  // Per rank, per record: ns of computation before it (its t_start minus the t_end of the
-  // rank's previous MPI call in original order; pseudo-records are skipped and have gap 0).
+  // Per rank, per record: ns of computation before it (trace::compute_gaps: from the end of the
+  // rank's previous MPI call to its start, less the rank's wait for a CPU; pseudo-records 0).
   std::vector<std::vector<int64_t>> gap_ns;
   // Per symbol: a readable description of what the symbol stands for, e.g.
   // "MPI_Isend comm=0 peers=[+1 +1 +1 -]".

@@ -5,8 +5,10 @@
 
 #include <map>
 #include <unordered_map>
+#include <vector>
 
 #include "trace/functions.h"
+#include "trace/gaps.h"
 
 namespace pskel::place {
 namespace {
@@ -30,17 +32,16 @@ bool sends_a_message(uint16_t function) {
   }
 }
 
-// Time between the end of one call and the start of the next, from the end of MPI_Init to the
-// start of MPI_Finalize; pseudo-records are not calls and their times are out of order.
+// The rank's compute (trace::compute_gaps) from the end of MPI_Init to the start of
+// MPI_Finalize: the gap before the first call is start-up, not the program's work.
 double compute_seconds(const trace::RankTrace& rank) {
+  const std::vector<int64_t> gaps = trace::compute_gaps(rank);
   int64_t total_ns = 0;
   bool started = false;
-  int64_t previous_end = 0;
-  for (const trace::Record& r : rank.records) {
-    const trace::FunctionInfo* info = trace::find_function(r.function);
+  for (size_t i = 0; i < rank.records.size(); ++i) {
+    const trace::FunctionInfo* info = trace::find_function(rank.records[i].function);
     if (info == nullptr || info->kind == FunctionKind::meta) continue;
-    if (started && r.t_start > previous_end) total_ns += r.t_start - previous_end;
-    previous_end = r.t_end;
+    if (started) total_ns += gaps[i];
     started = true;
   }
   return static_cast<double>(total_ns) * 1e-9;

@@ -12,6 +12,7 @@
 
 #include "simulate/simulate.h"
 #include "trace/functions.h"
+#include "trace/gaps.h"
 
 namespace pskel::simulate {
 namespace {
@@ -100,6 +101,7 @@ class Builder {
   explicit Builder(const tr::TraceSet& trace) : trace_(trace) {
     g_.world_size = static_cast<int>(trace.ranks.size());
     g_.ops.resize(trace.ranks.size());
+    for (const tr::RankTrace& rank : trace.ranks) g_.run_delay.emplace_back(rank.run_delay);
   }
 
   Graph build() {
@@ -227,7 +229,7 @@ class Builder {
     RankState s;
     s.rank = rank;
     std::vector<Op>& ops = g_.ops[static_cast<size_t>(rank)];
-    int64_t previous_end = 0;
+    const std::vector<int64_t> gaps = tr::compute_gaps(t);
     bool first = true;
     for (size_t i = 0; i < t.records.size(); ++i) {
       const tr::Record& r = t.records[i];
@@ -244,8 +246,7 @@ class Builder {
       op.function = r.function;
       op.traced_start = r.t_start;
       op.traced_end = std::max(r.t_start, r.t_end);
-      op.gap_ns = first ? 0 : std::max<int64_t>(0, r.t_start - previous_end);
-      previous_end = std::max(previous_end, r.t_end);
+      op.gap_ns = first ? 0 : gaps[i];
       const auto op_index = static_cast<uint32_t>(ops.size());
       op.first_post = static_cast<uint32_t>(g_.posts.size());
       op.first_wait = static_cast<uint32_t>(g_.waits.size());

@@ -190,6 +190,18 @@ Model fit_model(const Graph& graph) {
   auto common = [&](uint32_t endpoint, int64_t t) {
     return static_cast<double>(t) + offset[static_cast<size_t>(graph.endpoints[endpoint].rank)];
   };
+  // A window [from, to] on the common clock that needs all of `ranks` running (a transfer needs
+  // its sender and its receiver, a collective all its members), less the longest wait for a CPU
+  // of any of them within it: on a busy node one descheduled member stalls the others.
+  auto clean_window = [&](std::initializer_list<int32_t> ranks, double from, double to) {
+    double waited = 0;
+    for (const int32_t r : ranks) {
+      const double off = offset[static_cast<size_t>(r)];
+      const auto a = static_cast<int64_t>(from - off), b = static_cast<int64_t>(to - off);
+      waited = std::max(waited, static_cast<double>(b - a) - graph.busy_ns(r, a, b));
+    }
+    return std::max(0.0, to - from - waited);
+  };
   // The eager limit: the largest size of a blocking standard send that ended before its receive was
   // posted, and the smallest larger one that was still running when the receive was posted.
   double eager_max = -1;
@@ -215,7 +227,7 @@ Model fit_model(const Graph& graph) {
     for (const Op& op : graph.ops[r]) {
       if (op.measured || op.finalize) continue;
       const auto f = static_cast<Fn>(op.function);
-      const double ns = static_cast<double>(op.traced_end - op.traced_start);
+      const double ns = graph.busy_ns(static_cast<int32_t>(r), op);
       if (op.wait_count == 0) {   // local bookkeeping: no size term (an Irecv moves nothing yet)
         add(Family::post, 0, ns);
       } else if (f == Fn::MPI_Bsend ||
@@ -229,16 +241,19 @@ Model fit_model(const Graph& graph) {
   std::vector<Sample> transfers, all_transfers;
   for (const Message& m : graph.messages) {
     if (completer[m.recv].empty()) continue;
+    const auto receiver = static_cast<int32_t>(completer[m.recv][0]);
     const Op& done = graph.ops[completer[m.recv][0]][completer[m.recv][1]];
     const double sent = common(m.send, op_of(m.send).traced_start);
     const double waiting_from = common(m.recv, done.traced_start);
-    const double ns = common(m.recv, done.traced_end) - std::max(waiting_from, sent);
-    const Sample s{static_cast<double>(m.bytes), std::max(0.0, ns)};
+    const double received = common(m.recv, done.traced_end);
+    const double from = std::min(received, std::max(waiting_from, sent));
+    const Sample s{static_cast<double>(m.bytes),
+                   clean_window({graph.endpoints[m.send].rank, receiver}, from, received)};
     all_transfers.push_back(s);
     if (sent >= waiting_from)
       transfers.push_back(s);
     else   // the message was there: what the receive itself cost
-      add(Family::p2p_recv, s.bytes, static_cast<double>(done.traced_end - done.traced_start));
+      add(Family::p2p_recv, s.bytes, graph.busy_ns(receiver, done));
   }
   samples[static_cast<size_t>(Family::p2p)] = transfers.empty() ? all_transfers : transfers;
   // Collectives: the latest arriving member's time from its post to its completion.
@@ -250,8 +265,14 @@ Model fit_model(const Graph& graph) {
         latest = e;
     if (latest == kNone || completer[latest].empty()) continue;
     const Op& done = graph.ops[completer[latest][0]][completer[latest][1]];
-    add(c.family, static_cast<double>(c.bytes),
-        static_cast<double>(done.traced_end - op_of(latest).traced_start));
+    const double from = common(latest, op_of(latest).traced_start);
+    const double to = std::max(from, common(latest, done.traced_end));
+    double waited = 0;   // as clean_window, over every member
+    for (uint32_t e : c.members) {
+      const int32_t r = graph.endpoints[e].rank;
+      waited = std::max(waited, (to - from) - clean_window({r}, from, to));
+    }
+    add(c.family, static_cast<double>(c.bytes), to - from - waited);
   }
 
   Model model;

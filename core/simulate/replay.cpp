@@ -71,8 +71,8 @@ class Replay {
   double current_start(int32_t r) const {
     return started_[r] ? times_[r][next_[r]].start : clock_[r] + scaled_gap(g_.ops[r][next_[r]]);
   }
-  double own_cost(const Op& op) const {
-    if (op.measured) return static_cast<double>(op.traced_end - op.traced_start);
+  double own_cost(int32_t rank, const Op& op) const {
+    if (op.measured) return g_.busy_ns(rank, op);
     if (op.finalize) return 0;
     // A call that receives costs at least what taking a message that is there costs.
     double received = -1;
@@ -205,7 +205,7 @@ class Replay {
         started_[r] = true;
         for (uint32_t e : g_.posts_of(op)) post(e, t.start);
       }
-      t.end = t.start + own_cost(op);
+      t.end = t.start + own_cost(r, op);
       t.bind = kNone;
       for (uint32_t e : g_.waits_of(op)) {
         Completion c{};

@@ -3,6 +3,7 @@
 // trace's own calls; the replay's critical path is the prediction. Pure; thread-compatible.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <limits>
@@ -11,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "trace/gaps.h"
 #include "trace/reader.h"
 
 namespace pskel::simulate {
@@ -98,6 +100,18 @@ struct Graph {
   uint64_t unmatched_sends = 0, unmatched_receives = 0, incomplete_collectives = 0;
   uint64_t unmodelled_calls = 0;
   std::vector<std::string> warnings;
+  // Per rank, its wait for a CPU over the trace (trace/gaps.h): taken out of every traced
+  // duration the model and the replay use, as it is out of the gaps.
+  std::vector<trace::RunDelayCurve> run_delay;
+
+  // The traced time [from, to] of `rank`, less the time it waited for a CPU within it.
+  double busy_ns(int32_t rank, int64_t from, int64_t to) const {
+    if (to <= from) return 0;
+    const auto r = static_cast<size_t>(rank);
+    const int64_t waited = r < run_delay.size() ? run_delay[r].between(from, to) : 0;
+    return static_cast<double>(std::max<int64_t>(0, to - from - waited));
+  }
+  double busy_ns(int32_t rank, const Op& op) const { return busy_ns(rank, op.traced_start, op.traced_end); }
 
   std::span<const uint32_t> posts_of(const Op& op) const {
     return {posts.data() + op.first_post, op.post_count};

@@ -1,52 +1,25 @@
 #include "trace/reader.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <map>
 
 #include <fmt/format.h>
 
+#include "trace/gaps.h"
 #include "util/crc32c.h"
+#include "util/file_read.h"
 
 namespace pskel::trace {
 namespace {
 
 constexpr uint64_t kMaxFileBytes = uint64_t{64} << 30;  // far beyond any real trace
 
-Result<std::vector<unsigned char>> read_bytes(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) {
-    return Error{path, errno == ENOENT ? "missing"
-                       : errno == ELOOP ? "is a symbolic link (refused)"
-                                        : std::strerror(errno)};
-  }
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return Error{path, "not a regular file"};
-  }
-  if (static_cast<uint64_t>(st.st_size) > kMaxFileBytes) {
-    ::close(fd);
-    return Error{path, fmt::format("too large ({} bytes)", st.st_size)};
-  }
-  std::vector<unsigned char> bytes(static_cast<size_t>(st.st_size));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      ::close(fd);
-      return Error{path, n < 0 ? std::strerror(errno) : "shrank while being read"};
-    }
-    done += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  return bytes;
+// The parser reads the file's bytes in place: a rank file may be many GiB, not to be copied.
+std::span<const unsigned char> as_bytes(const std::string& file) {
+  return {reinterpret_cast<const unsigned char*>(file.data()), file.size()};
 }
 
 template <class T>
@@ -157,9 +130,9 @@ Result<RankTrace> parse_rank_trace(std::span<const unsigned char> bytes, const s
 }
 
 Result<RankTrace> read_rank_file(const std::string& path, const ReadOptions& options) {
-  auto bytes = read_bytes(path);
-  if (!bytes) return bytes.error();
-  return parse_rank_trace(bytes.value(), path, options);
+  auto file = read_regular_file(path, kMaxFileBytes);
+  if (!file) return file.error();
+  return parse_rank_trace(as_bytes(file.value()), path, options);
 }
 
 Result<TraceSet> read_trace_dir(const std::string& dir, const ReadOptions& options) {
@@ -169,10 +142,9 @@ Result<TraceSet> read_trace_dir(const std::string& dir, const ReadOptions& optio
   TraceSet set;
   set.dir = dir;
   const std::string meta_path = dir + "/" + kMetaFileName;
-  auto meta_bytes = read_bytes(meta_path);
-  if (!meta_bytes) return meta_bytes.error();
-  set.meta = nlohmann::json::parse(meta_bytes.value().begin(), meta_bytes.value().end(), nullptr,
-                                   /*allow_exceptions=*/false);
+  auto meta_text = read_regular_file(meta_path, kMaxFileBytes);
+  if (!meta_text) return meta_text.error();
+  set.meta = nlohmann::json::parse(meta_text.value(), nullptr, /*allow_exceptions=*/false);
   if (set.meta.is_discarded() || !set.meta.is_object()) return Error{meta_path, "not valid JSON"};
   const auto& ranks = set.meta["ranks"];
   const auto& run_id = set.meta["run_id"];
@@ -182,12 +154,11 @@ Result<TraceSet> read_trace_dir(const std::string& dir, const ReadOptions& optio
   const int n = ranks.get<int>();
   for (int r = 0; r < n; ++r) {
     const std::string path = fmt::format("{}/{}{}{}", dir, kRankFilePrefix, r, kRankFileSuffix);
-    auto rank = read_rank_file(path, options);
-    if (!rank) {
-      Error e = rank.error();
-      if (e.what == "missing") e.what = fmt::format("missing (meta.json announces {} ranks)", n);
-      return e;
-    }
+    auto file = read_regular_file_if_exists(path, kMaxFileBytes);
+    if (!file) return file.error();
+    if (!file.value()) return Error{path, fmt::format("missing (meta.json announces {} ranks)", n)};
+    auto rank = parse_rank_trace(as_bytes(*file.value()), path, options);
+    if (!rank) return rank.error();
     const FileHeader& h = rank.value().header;
     const std::string file_run(h.run_id, strnlen(h.run_id, sizeof h.run_id));
     if (file_run != run_id.get<std::string>())
@@ -196,6 +167,11 @@ Result<TraceSet> read_trace_dir(const std::string& dir, const ReadOptions& optio
     if (h.rank != r || h.world_size != n)
       return Error{path, fmt::format("holds rank {} of {}, expected rank {} of {}", h.rank,
                                      h.world_size, r, n)};
+    auto samples = read_samples(dir, r, run_id.get<std::string>());
+    if (!samples)
+      return Error{samples.error().file,
+                   samples.error().what + " (move it away to use the trace without its samples)"};
+    if (samples.value()) rank.value().run_delay = std::move(samples.value()->run_delay);
     set.ranks.push_back(std::move(rank).value());
   }
   return set;
@@ -223,6 +199,7 @@ TraceSummary summarize(const TraceSet& trace) {
     s.unknown_records += rank.unknown_records;
     if (rank.complete) last_end = std::max(last_end, rank.end.end_ns);
     s.events_per_rank.push_back(events);
+    s.run_delay_fraction.push_back(run_delay_fraction(rank));
     s.events += events;
   }
   s.functions.assign(functions.begin(), functions.end());

@@ -12,6 +12,7 @@
 
 #include "trace/format.h"
 #include "trace/functions.h"
+#include "trace/samples.h"
 #include "util/result.h"
 
 namespace pskel::trace {
@@ -26,6 +27,8 @@ struct RankTrace {
   // Records of function ids this reader's table lacks (from a newer tracer): skipped, not in
   // `records`; end.records counts them too.
   uint64_t unknown_records = 0;
+  // From DIR/samples.<N> when read_trace_dir found one with run-queue delays; else empty.
+  std::vector<RunDelayPoint> run_delay;
 
   std::span<const int64_t> aux_of(size_t record) const {
     return {aux.data() + aux_begin[record], records[record].aux_words};
@@ -58,6 +61,9 @@ struct TraceSummary {
   std::vector<std::pair<std::string, uint64_t>> functions;  // name -> calls over all ranks
   double wall_seconds = 0;    // from the end of MPI_Init to the last rank entering Finalize
   uint64_t bytes = 0;
+  // Per rank: the share of its run it waited for a CPU (trace/gaps.h; 0 without samples). Above
+  // a few percent the node was busy with something else while it was traced.
+  std::vector<double> run_delay_fraction;
   // Records of function ids find_function() does not know: in no other field, since they may
   // be calls or pseudo-records (RankTrace::unknown_records, plus any such record in `records`
   // of a set built by hand).

@@ -1,20 +1,17 @@
 #include "trace/samples.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
+#include <algorithm>
 #include <charconv>
-#include <cstring>
 
 #include <fmt/format.h>
+
+#include "util/file_read.h"
 
 namespace pskel::trace {
 namespace {
 
 // A day of samples every millisecond is ~600 MB; anything larger is not a sample file.
-constexpr int64_t kMaxSampleFileBytes = int64_t{1} << 30;
+constexpr uint64_t kMaxSampleFileBytes = uint64_t{1} << 30;
 
 std::vector<std::string_view> split_words(std::string_view line) {
   std::vector<std::string_view> words;
@@ -39,9 +36,11 @@ std::string check_header(std::string_view line, int rank, std::string_view run_i
                          SampleSeries& out) {
   const auto words = split_words(line);
   if (words.size() != 5 || words[0] != kSamplesMagic) return "not a pskel sample file";
-  if (parse_int(words[1]) != kSamplesVersion)
-    return fmt::format("unsupported sample file version {} (this pskel reads {})", words[1],
+  const auto version = parse_int(words[1]);
+  if (!version || *version < 1 || *version > kSamplesVersion)
+    return fmt::format("unsupported sample file version {} (this pskel reads 1 to {})", words[1],
                        kSamplesVersion);
+  out.columns = *version == 1 ? kSampleColumnsV1 : kSampleColumns;
   if (parse_int(words[2]) != rank)
     return fmt::format("holds rank {}, expected rank {}", words[2], rank);
   if (words[3] != run_id)
@@ -52,18 +51,35 @@ std::string check_header(std::string_view line, int rank, std::string_view run_i
   return "";
 }
 
+// "d <t_ns> <run_delay_ns>": the run-queue delay alone, written between samples when it grew.
+std::string parse_delay_line(std::string_view line, SampleSeries& out) {
+  const auto words = split_words(line);
+  if (words.size() != 3) return fmt::format("has {} words, expected d, time and delay", words.size());
+  const auto t = parse_int(words[1]);
+  const auto delay = parse_int(words[2]);
+  if (!t || !delay || *t < 0 || *delay < 0) return fmt::format("bad run-queue delay line '{}'", line);
+  const int64_t latest = std::max(out.samples.empty() ? 0 : out.samples.back().t_ns,
+                                  out.run_delay.empty() ? 0 : out.run_delay.back().t_ns);
+  if (*t < latest) return "goes back in time";
+  out.run_delay.push_back({*t, *delay});
+  return "";
+}
+
 std::string parse_sample_line(std::string_view line, SampleSeries& out) {
   const auto words = split_words(line);
-  if (words.size() != kSampleColumns)
-    return fmt::format("has {} values, expected {}", words.size(), kSampleColumns);
+  if (words.size() != static_cast<size_t>(out.columns))
+    return fmt::format("has {} values, expected {}", words.size(), out.columns);
   int64_t v[kSampleColumns];
-  for (int i = 0; i < kSampleColumns; ++i) {
+  std::fill(v, v + kSampleColumns, -1);   // a version 1 file has no run-queue delay
+  for (int i = 0; i < out.columns; ++i) {
     const auto value = parse_int(words[static_cast<size_t>(i)]);
     if (!value || *value < -1) return fmt::format("bad value '{}'", words[static_cast<size_t>(i)]);
     v[i] = *value;
   }
   if (!out.samples.empty() && v[0] < out.samples.back().t_ns) return "goes back in time";
-  out.samples.push_back({v[0], v[1], v[2], v[3], v[4], v[5], v[6]});
+  if (!out.run_delay.empty() && v[0] < out.run_delay.back().t_ns) return "goes back in time";
+  out.samples.push_back({v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]});
+  if (v[7] >= 0) out.run_delay.push_back({v[0], v[7]});
   return "";
 }
 
@@ -87,6 +103,8 @@ Result<SampleSeries> parse_samples(std::string_view text, const std::string& nam
     } else if (line.starts_with("#")) {
       constexpr std::string_view kCost = "# sampler_cpu_ns ";
       if (line.starts_with(kCost)) out.sampler_cpu_ns = parse_int(line.substr(kCost.size())).value_or(-1);
+    } else if (line.starts_with("d ") && out.columns == kSampleColumns) {
+      problem = parse_delay_line(line, out);
     } else {
       problem = parse_sample_line(line, out);
     }
@@ -102,31 +120,10 @@ Result<SampleSeries> parse_samples(std::string_view text, const std::string& nam
 Result<std::optional<SampleSeries>> read_samples(const std::string& dir, int rank,
                                                  std::string_view run_id) {
   const std::string path = fmt::format("{}/{}{}", dir, kSamplesFilePrefix, rank);
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) {
-    if (errno == ENOENT) return std::optional<SampleSeries>{};
-    return Error{path, errno == ELOOP ? "is a symbolic link (refused)" : std::strerror(errno)};
-  }
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return Error{path, "not a regular file"};
-  }
-  if (st.st_size > kMaxSampleFileBytes) {
-    ::close(fd);
-    return Error{path, fmt::format("too large ({} bytes)", st.st_size)};
-  }
-  std::string text(static_cast<size_t>(st.st_size), '\0');
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::read(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  text.resize(done);
-  auto series = parse_samples(text, path, rank, run_id);
+  auto text = read_regular_file_if_exists(path, kMaxSampleFileBytes);
+  if (!text) return text.error();
+  if (!text.value()) return std::optional<SampleSeries>{};
+  auto series = parse_samples(*text.value(), path, rank, run_id);
   if (!series) return series.error();
   return std::optional<SampleSeries>{std::move(series).value()};
 }

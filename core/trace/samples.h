@@ -1,7 +1,7 @@
 // Reads the optional resource-sample files of a trace (DIR/samples.<rank>, written by the
-// tracer's sampler; docs/trace-format.md §10): per rank, the process's CPU time and memory and
-// its node's CPU and memory over the run. Traces without them are fine: absence is not an error.
-// Pure functions over text and files; thread-compatible.
+// tracer's sampler; docs/trace-format.md §10): per rank, the process's CPU time and memory, the
+// traced thread's wait for a CPU, and its node's CPU and memory over the run. Traces without
+// them are fine: absence is not an error. Pure functions over text and files; thread-compatible.
 #pragma once
 
 #include <cstdint>
@@ -25,12 +25,23 @@ struct ResourceSample {
   int64_t node_total_ticks = -1;    // /proc/stat "cpu": all ticks
   int64_t node_mem_used_bytes = -1; // /proc/meminfo MemTotal - MemAvailable
   int64_t node_mem_total_bytes = -1;
+  int64_t run_delay_ns = -1;        // /proc/thread-self/schedstat: the traced thread's wait for
+                                    // a CPU (version 2 files; trace/gaps.h takes it out of gaps)
+};
+
+// The traced thread's cumulative run-queue delay (ns it waited for a CPU) at a time on the rank's
+// trace clock: column 8 of the samples and the "d" lines between them (trace/gaps.h uses it).
+struct RunDelayPoint {
+  int64_t t_ns = 0;
+  int64_t delay_ns = 0;
 };
 
 struct SampleSeries {
   int rank = 0;
   int interval_ms = 0;
+  int columns = kSampleColumns;          // per line: kSampleColumnsV1 in a version 1 file
   std::vector<ResourceSample> samples;   // in time order
+  std::vector<RunDelayPoint> run_delay;  // in time order: every known value, from both kinds of line
   int64_t sampler_cpu_ns = -1;           // the sampler thread's own CPU time, if it ended
 };
 

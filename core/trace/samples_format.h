@@ -7,9 +7,11 @@ namespace pskel::trace {
 
 inline constexpr char kSamplesFilePrefix[] = "samples.";   // samples.<N>, N in decimal
 inline constexpr char kSamplesMagic[] = "pskel-samples";   // first word of the header line
-inline constexpr int kSamplesVersion = 1;
-// Columns of a sample line, in order; a value the sampler could not read is -1.
-inline constexpr int kSampleColumns = 7;
+inline constexpr int kSamplesVersion = 2;
+// Columns of a sample line, in order; a value the sampler could not read is -1. Version 1 files
+// (7 columns) lack the last one, the traced thread's run-queue delay.
+inline constexpr int kSampleColumns = 8;
+inline constexpr int kSampleColumnsV1 = 7;
 // PSKEL_SAMPLE_MS: milliseconds between samples; 0 turns sampling off.
 inline constexpr char kSampleEnv[] = "PSKEL_SAMPLE_MS";
 inline constexpr int kDefaultSampleMs = 100;

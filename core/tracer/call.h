@@ -105,6 +105,7 @@ class Call {
     g_recording = false;
     g_session->aux.clear();
     record_.t_start = now();
+    g_session->sampler.at_call_start(record_.t_start);
   }
   // Writes the record.
   ~Call();

@@ -73,4 +73,10 @@ int64_t parse_statm_rss_bytes(const char* text, size_t size, int64_t page_bytes)
   return pages * page_bytes;
 }
 
+int64_t parse_schedstat_run_delay_ns(const char* text, size_t size) {
+  size_t at = 0;
+  if (next_number(text, size, &at) < 0) return -1;  // time on a CPU
+  return next_number(text, size, &at);
+}
+
 }  // namespace pskel::tracer

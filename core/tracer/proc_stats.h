@@ -1,5 +1,6 @@
 // Parsers for the /proc files the resource sampler reads (sampler.h): the node's CPU ticks
-// (/proc/stat), its memory (/proc/meminfo) and the process's resident set (/proc/self/statm).
+// (/proc/stat), its memory (/proc/meminfo), the process's resident set (/proc/self/statm) and
+// the traced thread's run-queue delay (/proc/thread-self/schedstat).
 // Pure functions over a text buffer: no allocation, no exceptions, -1 for what is not there.
 #pragma once
 
@@ -24,5 +25,9 @@ NodeMemory parse_meminfo(const char* text, size_t size);
 
 // The second field of /proc/self/statm (resident pages) times `page_bytes`.
 int64_t parse_statm_rss_bytes(const char* text, size_t size, int64_t page_bytes);
+
+// The second field of /proc/thread-self/schedstat ("on-cpu-ns run-delay-ns timeslices"): the
+// ns the thread spent runnable but waiting for a CPU (other processes had it).
+int64_t parse_schedstat_run_delay_ns(const char* text, size_t size);
 
 }  // namespace pskel::tracer

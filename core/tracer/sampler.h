@@ -1,9 +1,12 @@
 // The resource sampler: at the first MPI call after each PSKEL_SAMPLE_MS (default 100 ms) the
-// tracer appends the process's CPU time and resident memory and its node's CPU ticks and memory
-// use to DIR/samples.<rank> (docs/trace-format.md §10). Sampled at MPI calls, never by a thread
-// (DESIGN.md): the per-call cost is one comparison; a compute phase between two calls shows as
-// its average. It calls no MPI function and throws nothing; a /proc file it cannot read gives -1
-// in that column, a file it cannot write ends the sampling. Used by the traced thread only.
+// tracer appends the process's CPU time and resident memory, the traced thread's run-queue delay
+// (its wait for a CPU) and its node's CPU ticks and memory use to DIR/samples.<rank>
+// (docs/trace-format.md §10); in between, at the first call start or end after each
+// millisecond, it reads the run-queue delay alone and writes a short line when it grew (a busy node), so that the
+// wait can be taken out of the compute gap it fell in (trace/gaps.h). Sampled at MPI calls,
+// never by a thread (DESIGN.md): the per-call cost is one comparison. It calls no MPI function
+// and throws nothing; a /proc file it cannot read gives -1 in that column, a file it cannot
+// write ends the sampling. Used by the traced thread only.
 #pragma once
 
 #include <sys/types.h>
@@ -23,19 +26,37 @@ class Sampler {
   // trace time `now_ns`. Returns false, sampling nothing, if the file cannot be created or
   // interval_ms <= 0.
   bool start(const char* path, int rank, const char* run_id, int interval_ms, int64_t now_ns);
-  // The hot-path check, at the end of every traced call (trace-clock time).
+  // The hot-path checks, at the start and at the end of every traced call (trace-clock time).
+  // Full samples are taken at ends; the run-queue delay is read at both, so that a compute gap
+  // or a call longer than a millisecond has its own reading on each side.
+  void at_call_start(int64_t now_ns) {
+    if (now_ns >= next_due_ns_) due(now_ns, false);
+  }
   void at_call(int64_t now_ns) {
-    if (now_ns >= next_due_ns_) sample(now_ns);
+    if (now_ns >= next_due_ns_) due(now_ns, true);
   }
   // A last sample and the sampler's own cost; closes the file. Idempotent. In a child forked
   // from the sampling process it only forgets the file, which is its parent's.
   void stop(int64_t now_ns);
 
  private:
+  void due(int64_t now_ns, bool call_end);
   void sample(int64_t now_ns);
+  int64_t read_run_delay();
+  void note_run_delay(int64_t now_ns);
+  void append_delay_line(int64_t t_ns, int64_t delay);
+  bool flush_delay_lines();
+  void give_up();
 
   int64_t next_due_ns_ = std::numeric_limits<int64_t>::max();  // max: not sampling
+  int64_t next_sample_ns_ = 0;
   int64_t interval_ns_ = 0;
+  int schedstat_fd_ = -1;         // /proc/thread-self/schedstat of the traced thread
+  int64_t last_run_delay_ = -1;   // the last value read
+  int64_t last_reading_ns_ = 0;   // when it was last read (it may have been read unchanged since
+  int64_t last_written_ns_ = 0;   // it was last written)
+  char delay_lines_[4096];        // "d <t_ns> <run_delay_ns>" lines not written yet
+  size_t delay_bytes_ = 0;
   int64_t spent_ns_ = 0;          // CPU time of the traced thread spent sampling
   int fd_ = -1;
   pid_t owner_ = 0;               // the process that opened the file

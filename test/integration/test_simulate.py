@@ -6,10 +6,14 @@ replay of its own trace must predict the traced wall time (`pskel info --json` w
 within 10 %. What-if options move the prediction the way they say. Bad input gives one line
 on stderr and exit 1 (bad trace) or 2 (bad usage).
 
-The machine these tests run on is shared: a run that another process slowed down at random
-(a descheduled rank, busy-polling MPICH waiting for it) has delays no model of the trace can
-know. A program whose prediction misses is therefore traced again, up to ATTEMPTS times in
-all; the assertion is on the last attempt, and every attempt's figures are printed."""
+The machine these tests run on is shared: a run that another process slowed down (a
+descheduled rank, busy-polling MPICH waiting for it) took longer than its program needs. pskel
+takes the ranks' waits for a CPU out of the trace (docs/trace-format.md §10), so the replay
+predicts the run an idle node would make, not the slowed one: a trace whose ranks waited more
+than BUSY of the run for a CPU (`pskel info --json` cpu_wait_fraction) cannot check the
+prediction against its own wall time. Such a trace, or one whose prediction misses, is traced
+again, up to ATTEMPTS times in all; the assertion is on the last attempt, and every attempt's
+figures are printed. If every attempt ran on a busy node, the case is skipped and says so."""
 import json
 import pathlib
 import shutil
@@ -19,7 +23,8 @@ import unittest
 from testlib import APPS, FLAVOURS, PSKEL, info_json, launcher, run
 
 TOLERANCE = 0.10
-ATTEMPTS = 3
+ATTEMPTS = 4
+BUSY = 0.05
 PROGRAMS = {
     "ring": ["-i", "200", "-w", "2000"],
     "stencil": ["-i", "200", "-w", "2000"],
@@ -64,18 +69,23 @@ class SimulateTest(unittest.TestCase):
                 with self.subTest(program=name, mpi=flavour):
                     for attempt in range(1, ATTEMPTS + 1):
                         trace_dir = self.trace(name, flavour, args)
-                        wall = info_json(trace_dir)["wall_seconds"]
+                        info = info_json(trace_dir)
+                        wall = info["wall_seconds"]
+                        busy = max(info["cpu_wait_fraction"])
                         out = simulate_json(trace_dir)
                         predicted = out["predicted_seconds"]
                         error = (predicted - wall) / wall
                         print(f"  {name}.{flavour} attempt {attempt}: traced {wall:.3f} s, "
                               f"predicted {predicted:.3f} s ({100 * error:+.1f} %), compute "
-                              f"{100 * out['critical_path']['compute_share']:.0f} % of the path",
-                              flush=True)
+                              f"{100 * out['critical_path']['compute_share']:.0f} % of the path, "
+                              f"cpu wait {100 * busy:.1f} %", flush=True)
                         self.assertEqual(out["wall_seconds"], wall)
                         self.assertGreater(wall, 0.1, "run too short to be meaningful")
-                        if abs(error) <= TOLERANCE:
+                        if abs(error) <= TOLERANCE and busy <= BUSY:
                             break
+                    if busy > BUSY:
+                        self.skipTest(f"{name}.{flavour}: the node was busy in all {ATTEMPTS} traced "
+                                      f"runs (a rank waited {100 * busy:.0f} % of the run for a CPU)")
                     self.assertLessEqual(abs(error), TOLERANCE,
                                          f"{name}.{flavour}: predicted {predicted:.3f} s, traced {wall:.3f} s")
                     self.assertGreater(out["graph"]["messages"] + out["graph"]["collectives"], 0)

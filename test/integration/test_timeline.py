@@ -93,8 +93,9 @@ def render(page, fragment=""):
 
 
 def sample_lines(trace_dir, rank):
+    """The full sample lines (not the comments, not the "d" lines of run-queue delay alone)."""
     path = pathlib.Path(trace_dir) / f"samples.{rank}"
-    return [l for l in path.read_text().splitlines()[1:] if not l.startswith("#")]
+    return [l for l in path.read_text().splitlines()[1:] if not l.startswith(("#", "d "))]
 
 
 class SmallRingTimeline(unittest.TestCase):
@@ -118,10 +119,11 @@ class SmallRingTimeline(unittest.TestCase):
             with self.subTest(flavour=flavour):
                 for rank in range(2):
                     lines = sample_lines(d / "trace", rank)
-                    # One at MPI_Init, one at MPI_Finalize at least; 7 numbers each.
+                    # One at MPI_Init, one at MPI_Finalize at least; 8 numbers each.
                     self.assertGreaterEqual(len(lines), 2)
                     values = [[int(v) for v in l.split()] for l in lines]
-                    self.assertTrue(all(len(v) == 7 for v in values))
+                    self.assertTrue(all(len(v) == 8 for v in values))
+                    self.assertGreaterEqual(values[-1][7], values[0][7], "run-queue delay grows")
                     self.assertGreater(values[-1][1], 0, "process CPU time")
                     self.assertGreater(values[-1][2], 0, "resident memory")
                     self.assertGreater(values[-1][6], values[-1][5], "node memory used < total")

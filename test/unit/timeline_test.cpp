@@ -8,6 +8,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "proc_stats.h"
 #include "scratch_dir.h"
@@ -327,6 +329,68 @@ TEST_CASE("BadSampleFilesNameTheFileAndTheProblem") {
   CHECK(empty.error().line() == "samples.0: empty or cut short before its header line");
 }
 
+TEST_CASE("AVersion1SampleFileHasNoRunQueueDelay") {
+  auto r = tr::parse_samples("pskel-samples 1 0 run-x 100\n5 10 4096 1 2 3 4\n", "samples.0", 0,
+                             "run-x");
+  REQUIRE_MESSAGE(r.ok(), r.error().line());
+  REQUIRE(r.value().samples.size() == 1);
+  CHECK(r.value().samples[0].node_mem_total_bytes == 4);
+  CHECK(r.value().samples[0].run_delay_ns == -1);
+  CHECK(r.value().run_delay.empty());
+}
+
+TEST_CASE("AVersion2SampleFileGivesRunQueueDelaysFromSamplesAndDLinesInTimeOrder") {
+  const std::string text =
+      "pskel-samples 2 0 run-x 100\n"
+      "5 10 4096 1 2 3 4 70\n"
+      "d 40 90\n"
+      "d 60 130\n"
+      "105 20 4096 1 2 3 4 150\n"
+      "205 30 4096 1 2 3 4 -1\n"   // schedstat unreadable: a sample, but no delay point
+      "d 300 170\n";
+  auto r = tr::parse_samples(text, "samples.0", 0, "run-x");
+  REQUIRE_MESSAGE(r.ok(), r.error().line());
+  const auto& s = r.value();
+  REQUIRE(s.samples.size() == 3);
+  CHECK(s.samples[1].run_delay_ns == 150);
+  CHECK(s.samples[2].run_delay_ns == -1);
+  const std::vector<std::pair<int64_t, int64_t>> expected = {
+      {5, 70}, {40, 90}, {60, 130}, {105, 150}, {300, 170}};
+  REQUIRE(s.run_delay.size() == expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    CAPTURE(i);
+    CHECK(s.run_delay[i].t_ns == expected[i].first);
+    CHECK(s.run_delay[i].delay_ns == expected[i].second);
+  }
+}
+
+TEST_CASE("RunQueueDelayLinesOutOfPlaceAreErrors") {
+  const std::pair<const char*, const char*> cases[] = {
+      {"pskel-samples 1 0 run-x 100\n5 0 0 0 0 0 0\nd 6 1\n", "line 3 has 3 values, expected 7"},
+      {"pskel-samples 2 0 run-x 100\n50 0 0 0 0 0 0 0\nd 40 1\n", "line 3 goes back in time"},
+      {"pskel-samples 2 0 run-x 100\nd 50 1\nd 49 2\n", "line 3 goes back in time"},
+      {"pskel-samples 2 0 run-x 100\nd 50 1\n49 0 0 0 0 0 0 0\n", "line 3 goes back in time"},
+      {"pskel-samples 2 0 run-x 100\n5 0 0 0 0 0 0\n", "line 2 has 7 values, expected 8"},
+      {"pskel-samples 2 0 run-x 100\nd 5 -1\n", "line 2 bad run-queue delay line 'd 5 -1'"},
+  };
+  for (const auto& [text, problem] : cases) {
+    CAPTURE(text);
+    auto r = tr::parse_samples(text, "samples.0", 0, "run-x");
+    REQUIRE(!r.ok());
+    CHECK(r.error().line() == std::string("samples.0: corrupt: ") + problem);
+  }
+}
+
+TEST_CASE("ASampleFileOfALaterVersionIsRefused") {
+  auto r = tr::parse_samples("pskel-samples 3 0 run-x 100\n5 0 0 0 0 0 0 0 0\n", "samples.0", 0,
+                             "run-x");
+  REQUIRE(!r.ok());
+  CHECK(r.error().line() == "samples.0: unsupported sample file version 3 (this pskel reads 1 to 2)");
+  auto zero = tr::parse_samples("pskel-samples 0 0 run-x 100\n", "samples.0", 0, "run-x");
+  REQUIRE(!zero.ok());
+  CHECK(zero.error().line() == "samples.0: unsupported sample file version 0 (this pskel reads 1 to 2)");
+}
+
 TEST_CASE("AMissingSampleFileIsNoError") {
   const std::string dir = pskel::testing::scratch_dir("timeline");
   auto none = tr::read_samples(dir, 0, "run-x");
@@ -360,6 +424,14 @@ TEST_CASE("ProcParsersReadTheKernelsFormats") {
   CHECK(pskel::tracer::parse_statm_rss_bytes("x", 1, 4096) == -1);
   const std::string huge = "1 99999999999999999999999\n";
   CHECK(pskel::tracer::parse_statm_rss_bytes(huge.data(), huge.size(), 4096) == -1);
+}
+
+TEST_CASE("SchedstatGivesTheRunQueueDelayOrMinusOne") {
+  const std::string schedstat = "123 456 7\n";
+  CHECK(pskel::tracer::parse_schedstat_run_delay_ns(schedstat.data(), schedstat.size()) == 456);
+  CHECK(pskel::tracer::parse_schedstat_run_delay_ns("", 0) == -1);
+  CHECK(pskel::tracer::parse_schedstat_run_delay_ns("x", 1) == -1);
+  CHECK(pskel::tracer::parse_schedstat_run_delay_ns("123", 3) == -1);   // no second field
 }
 
 }  // TEST_SUITE

@@ -1,0 +1,25 @@
+// Reads a whole file from a place a job's user can write in (a trace directory, the prediction
+// export's directory) without being led elsewhere: a symbolic link, FIFO, device or directory
+// is refused, never followed or waited on, and an oversized file is refused before it is read.
+// Thread safety: reentrant.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "util/result.h"
+
+namespace pskel {
+
+// The bytes `path` held when it was opened. It must be a regular file of at most `max_bytes`.
+// Errors name `path` and say one of: "missing", "is a symbolic link (refused)",
+// "not a regular file", "too large (N bytes)", "shrank while being read", or the system's text.
+// Only the last component of `path` is checked for a symbolic link.
+Result<std::string> read_regular_file(const std::string& path, uint64_t max_bytes);
+
+// As read_regular_file, but a missing file is no error: std::nullopt.
+Result<std::optional<std::string>> read_regular_file_if_exists(const std::string& path,
+                                                               uint64_t max_bytes);
+
+}  // namespace pskel

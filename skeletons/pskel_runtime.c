@@ -383,12 +383,11 @@ void pskel_begin(int *argc, char ***argv, const struct pskel_config *c)
         MPI_Buffer_attach(bsend_buffer, (int)(bytes < 2000000000L ? bytes : 2000000000L));
     }
     /* Optional warm-up (PSKEL_WARMUP_SECONDS = CPU seconds per rank, default none): compute
-     * before the clock starts, for CPU quotas. A quota lets an idle group run at full speed
-     * until the period's quota is spent, so a short timed part that starts fresh runs too
-     * fast, and the gain is multiplied by K. The warm-up ends on this thread's CPU time, not
-     * on the wall clock: a wall-clock end is first seen when a throttled process resumes, i.e.
-     * at the start of a fresh period, which is the same bias again. Not counted: pskel predict
-     * subtracts warmup_seconds (wall) from the start-up it adds back. */
+     * before the clock starts, meant for CPU quotas, where an idle group runs at full speed
+     * until the period's quota is spent. It ends on this thread's CPU time: a wall-clock end
+     * is first seen when a throttled process resumes, at the start of a fresh period. Measured
+     * under a 50 % quota it did not help (docs/skeleton.md), so it is off. Not counted: pskel
+     * predict subtracts warmup_seconds (wall) from the start-up it adds back. */
     const char *warm = getenv("PSKEL_WARMUP_SECONDS");
     const double warm_cpu = warm && *warm ? atof(warm) : 0.0;
     const double warm_start = now();

@@ -229,7 +229,7 @@ class Builder {
     RankState s;
     s.rank = rank;
     std::vector<Op>& ops = g_.ops[static_cast<size_t>(rank)];
-    const std::vector<int64_t> gaps = tr::compute_gaps(t);
+    const std::vector<int64_t> gaps = tr::compute_gaps(t, g_.run_delay[static_cast<size_t>(rank)]);
     bool first = true;
     for (size_t i = 0; i < t.records.size(); ++i) {
       const tr::Record& r = t.records[i];

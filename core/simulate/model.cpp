@@ -1,9 +1,11 @@
 // The communication model: a line T0 + m·slope per call family, fitted to the trace's own calls
 // that did not wait (simulate.h, fit_line / fit_model / apply_what_if).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <map>
+#include <span>
 #include <vector>
 
 #include "simulate/simulate.h"
@@ -193,7 +195,7 @@ Model fit_model(const Graph& graph) {
   // A window [from, to] on the common clock that needs all of `ranks` running (a transfer needs
   // its sender and its receiver, a collective all its members), less the longest wait for a CPU
   // of any of them within it: on a busy node one descheduled member stalls the others.
-  auto clean_window = [&](std::initializer_list<int32_t> ranks, double from, double to) {
+  auto clean_window = [&](std::span<const int32_t> ranks, double from, double to) {
     double waited = 0;
     for (const int32_t r : ranks) {
       const double off = offset[static_cast<size_t>(r)];
@@ -247,8 +249,8 @@ Model fit_model(const Graph& graph) {
     const double waiting_from = common(m.recv, done.traced_start);
     const double received = common(m.recv, done.traced_end);
     const double from = std::min(received, std::max(waiting_from, sent));
-    const Sample s{static_cast<double>(m.bytes),
-                   clean_window({graph.endpoints[m.send].rank, receiver}, from, received)};
+    const std::array<int32_t, 2> both = {graph.endpoints[m.send].rank, receiver};
+    const Sample s{static_cast<double>(m.bytes), clean_window(both, from, received)};
     all_transfers.push_back(s);
     if (sent >= waiting_from)
       transfers.push_back(s);
@@ -257,6 +259,7 @@ Model fit_model(const Graph& graph) {
   }
   samples[static_cast<size_t>(Family::p2p)] = transfers.empty() ? all_transfers : transfers;
   // Collectives: the latest arriving member's time from its post to its completion.
+  std::vector<int32_t> members;
   for (const Collective& c : graph.collectives) {
     uint32_t latest = kNone;
     for (uint32_t e : c.members)
@@ -267,12 +270,9 @@ Model fit_model(const Graph& graph) {
     const Op& done = graph.ops[completer[latest][0]][completer[latest][1]];
     const double from = common(latest, op_of(latest).traced_start);
     const double to = std::max(from, common(latest, done.traced_end));
-    double waited = 0;   // as clean_window, over every member
-    for (uint32_t e : c.members) {
-      const int32_t r = graph.endpoints[e].rank;
-      waited = std::max(waited, (to - from) - clean_window({r}, from, to));
-    }
-    add(c.family, static_cast<double>(c.bytes), to - from - waited);
+    members.clear();
+    for (uint32_t e : c.members) members.push_back(graph.endpoints[e].rank);
+    add(c.family, static_cast<double>(c.bytes), clean_window(members, from, to));
   }
 
   Model model;

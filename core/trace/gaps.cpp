@@ -47,7 +47,10 @@ int64_t clamped_difference(int64_t later, int64_t earlier) {
 }  // namespace
 
 std::vector<int64_t> compute_gaps(const RankTrace& rank) {
-  const RunDelayCurve delay(rank.run_delay);
+  return compute_gaps(rank, RunDelayCurve(rank.run_delay));
+}
+
+std::vector<int64_t> compute_gaps(const RankTrace& rank, const RunDelayCurve& delay) {
   std::vector<int64_t> gaps(rank.records.size(), 0);
   int64_t previous_end = 0;
   for (size_t i = 0; i < rank.records.size(); ++i) {

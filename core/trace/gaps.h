@@ -34,6 +34,8 @@ class RunDelayCurve {
 // functions the table does not know). The first call's gap runs from t = 0. Each gap is the
 // traced time less the run-queue delay within it, never below 0.
 std::vector<int64_t> compute_gaps(const RankTrace& rank);
+// The same with the rank's delay curve already built (RunDelayCurve(rank.run_delay)).
+std::vector<int64_t> compute_gaps(const RankTrace& rank, const RunDelayCurve& delay);
 
 // The fraction of the traced time [0, last sample] the rank spent waiting for a CPU; 0 for a
 // trace without run-delay samples. How much `compute_gaps` had to correct.

@@ -30,6 +30,13 @@ sim::Model round_model(int ranks) {
 
 void init(RankBuilder& b) { b.timing(0, 0).add(Fn::MPI_Init); }
 
+// The next call of `b` at absolute times [start, end]; `clock` is the end of its previous call.
+RankBuilder& at(RankBuilder& b, int64_t& clock, int64_t start, int64_t end) {
+  b.timing(start - clock, end - start);
+  clock = end;
+  return b;
+}
+
 }  // namespace
 
 TEST_CASE("simulate: a ping-pong replays to its exact critical path") {
@@ -147,11 +154,6 @@ TEST_CASE("simulate: fit_model measures transfers and collective costs from the 
   init(w[0]);
   init(w[1]);
   int64_t t0 = 0, t1 = 0;
-  auto at = [](RankBuilder& b, int64_t& clock, int64_t start, int64_t end) -> RankBuilder& {
-    b.timing(start - clock, end - start);
-    clock = end;
-    return b;
-  };
   int64_t now = 1000;
   for (int k = 0; k < 20; ++k) {
     at(w[1], t1, now - 500, now + 700).recv(0);
@@ -178,11 +180,6 @@ TEST_CASE("simulate: clock offsets undo the skew between ranks' t = 0") {
   init(w[0]);
   init(w[1]);
   int64_t t0 = 0, t1 = 0;
-  auto at = [](RankBuilder& b, int64_t& clock, int64_t start, int64_t end) -> RankBuilder& {
-    b.timing(start - clock, end - start);
-    clock = end;
-    return b;
-  };
   const int64_t skew = 5000;
   int64_t now = 10000;   // rank 0's clock
   for (int k = 0; k < 5; ++k) {

@@ -1,5 +1,6 @@
-// pskel predict OUT [--launcher "mpiexec -n N"] [--repeat R] [--json]: runs the skeleton that
-// `pskel skeleton` built in OUT and turns its time into a prediction of the original's.
+// pskel predict OUT [--launcher "mpiexec -n N"] [--repeat R | --min-seconds S] [--json]: runs the
+// skeleton that `pskel skeleton` built in OUT and turns its time into a prediction of the
+// original's.
 //
 // The skeleton prints (skeletons/pskel_runtime.h) its raw time from the end of MPI_Init to the
 // start of MPI_Finalize and that time weighted back (scaled loops x N/run, compute outside them
@@ -24,10 +25,16 @@ namespace fs = std::filesystem;
 
 // Below this the skeleton's own time is too short to measure steadily (see run()).
 constexpr double kSteadySkeletonSeconds = 0.5;
+// Without --repeat, runs until the skeleton's timed parts add up to --min-seconds, but no more
+// runs than this: a K = 10 skeleton of a 6 s program (0.6 s) varied by +-3 % from run to run
+// here, and the prediction multiplies that by K; the median of four is steadier.
+constexpr int kMaxAutoRuns = 10;
+constexpr double kDefaultMinSeconds = 2.0;
 
 struct Options {
   std::string out, launcher;
-  int repeat = 1;
+  int repeat = 0;  // 0: as many as --min-seconds needs
+  double min_seconds = kDefaultMinSeconds;
   double timeout = 0;
   bool json = false;
 };
@@ -102,7 +109,12 @@ int run(const Options& opt) {
   }
 
   std::vector<Run> runs;
-  for (int i = 0; i < std::max(1, opt.repeat); ++i) {
+  double measured = 0;  // the skeleton's timed parts so far
+  const auto more = [&] {
+    if (opt.repeat > 0) return static_cast<int>(runs.size()) < opt.repeat;
+    return runs.empty() || (measured < opt.min_seconds && static_cast<int>(runs.size()) < kMaxAutoRuns);
+  };
+  while (more()) {
     auto done = run_process(command, timeout);
     if (!done) return fail(done.error().line());
     const ProcessResult& p = done.value();
@@ -117,6 +129,7 @@ int run(const Options& opt) {
     r.wall = p.seconds;
     r.startup = std::max(0.0, r.wall - r.skeleton - r.warmup);
     r.predicted = r.weighted + r.startup;
+    measured += r.skeleton;
     runs.push_back(r);
   }
   std::vector<double> walls, predicted, skeletons, weighted, startups;
@@ -181,16 +194,28 @@ int run(const Options& opt) {
 Subcommand add_predict_command(CLI::App& app) {
   auto opt = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("predict", "Run a skeleton and predict the original's run time");
-  cmd->footer(
+  cmd->footer(fmt::format(
       "Runs OUT/skeleton under the launcher (default: mpiexec of the trace's MPI with the traced\n"
       "number of ranks) and prints predicted_seconds = the skeleton's weighted time + what the\n"
-      "launcher, MPI_Init and MPI_Finalize took (not scaled). With --repeat, medians.\n"
+      "launcher, MPI_Init and MPI_Finalize took (not scaled): the median of the runs. Without\n"
+      "--repeat it runs the skeleton until its timed parts add up to --min-seconds (at most {}\n"
+      "runs), so that a short skeleton, whose errors are multiplied by the scale, is measured\n"
+      "several times.\n"
       "--json keys: skeleton_seconds (wall time of a skeleton run), scale, predicted_seconds,\n"
-      "predicted_elapsed_seconds, startup_seconds, runs, note (empty, or why the figure may be off).");
+      "predicted_elapsed_seconds, startup_seconds, repeat (runs made), runs, note (empty, or why\n"
+      "the figure may be off).",
+      kMaxAutoRuns));
   cmd->add_option("OUT", opt->out, "Directory written by `pskel skeleton`")->required();
   cmd->add_option("--launcher", opt->launcher, "Launcher command, e.g. \"mpiexec -n 4\" or \"srun\"")
       ->type_name("CMD");
-  cmd->add_option("--repeat", opt->repeat, "Runs (the median counts)")->check(CLI::Range(1, 1000));
+  CLI::Option* repeat = cmd->add_option("--repeat", opt->repeat, "Exactly this many runs (the median counts)")
+                             ->check(CLI::Range(1, 1000));
+  cmd->add_option("--min-seconds", opt->min_seconds,
+                  fmt::format("Without --repeat: run until the skeleton ran this long in all (default {})",
+                              kDefaultMinSeconds))
+      ->check(CLI::Range(0.0, 86400.0))
+      ->type_name("S")
+      ->excludes(repeat);
   cmd->add_option("--timeout", opt->timeout, "Kill a run after this many seconds (default: from the estimate)")
       ->type_name("S");
   cmd->add_flag("--json", opt->json, "Print JSON (keys below)");

@@ -137,7 +137,8 @@ class SkeletonsOfTheTestPrograms(unittest.TestCase):
                 self.assertEqual(desc["scale"], scale)
                 self.assertTrue(pathlib.Path(desc["binary"]).exists())
                 # It completes under pskel predict.
-                pred = json.loads(ok(pskel("predict", out, "--json", timeout=300), "pskel predict").stdout)
+                pred = json.loads(ok(pskel("predict", out, "--json", "--repeat", "1", timeout=300),
+                                     "pskel predict").stdout)
                 for key in ("skeleton_seconds", "scale", "predicted_seconds"):
                     self.assertIn(key, pred)
                 self.assertEqual(pred["errors"], 0)
@@ -298,7 +299,28 @@ class BadInput(unittest.TestCase):
         pred = json.loads(ok(pskel("predict", self.tmp / "auto", "--json", "--repeat", "2"),
                              "pskel predict").stdout)
         self.assertEqual(pred["repeat"], 2)
+        self.assertEqual(len(pred["runs"]), 2)
         self.assertGreater(pred["predicted_seconds"], 0)
+
+    def test_predict_repeats_a_short_skeleton(self):
+        # Without --repeat, runs until the skeleton's timed parts add up to --min-seconds, at
+        # most 10 runs, and at least one however long the first took.
+        build_skeleton(self.trace, self.tmp / "k2", 2)
+        runs = lambda *o: json.loads(ok(pskel("predict", self.tmp / "k2", "--json", *o),
+                                        "pskel predict").stdout)
+        once = runs("--min-seconds", "0")
+        self.assertEqual(once["repeat"], 1)
+        each = once["runs"][0]["skeleton_elapsed_seconds"]
+        self.assertLess(each, 0.5)  # the trace is short: else this checks nothing
+        wanted = runs("--min-seconds", str(3 * each))
+        self.assertGreaterEqual(wanted["repeat"], 2)
+        self.assertLessEqual(wanted["repeat"], 10)
+        timed = sum(r["skeleton_elapsed_seconds"] for r in wanted["runs"])
+        self.assertTrue(timed >= 3 * each or wanted["repeat"] == 10, wanted["runs"])
+        # the last run was needed: without it the sum fell short
+        self.assertLess(timed - wanted["runs"][-1]["skeleton_elapsed_seconds"], 3 * each)
+        self.assertEqual(runs("--min-seconds", "1000")["repeat"], 10)
+        self.assertEqual(pskel("predict", self.tmp / "k2", "--repeat", "2", "--min-seconds", "1").returncode, 2)
 
 
 if __name__ == "__main__":

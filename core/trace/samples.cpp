@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -51,6 +52,15 @@ std::string check_header(std::string_view line, int rank, std::string_view run_i
   return "";
 }
 
+// The time of the latest line of either kind (lines of both kinds are in one time order), or
+// the lowest int64 before the first.
+int64_t latest_t_ns(const SampleSeries& out) {
+  int64_t latest = std::numeric_limits<int64_t>::min();
+  if (!out.samples.empty()) latest = out.samples.back().t_ns;
+  if (!out.run_delay.empty()) latest = std::max(latest, out.run_delay.back().t_ns);
+  return latest;
+}
+
 // "d <t_ns> <run_delay_ns>": the run-queue delay alone, written between samples when it grew.
 std::string parse_delay_line(std::string_view line, SampleSeries& out) {
   const auto words = split_words(line);
@@ -58,9 +68,7 @@ std::string parse_delay_line(std::string_view line, SampleSeries& out) {
   const auto t = parse_int(words[1]);
   const auto delay = parse_int(words[2]);
   if (!t || !delay || *t < 0 || *delay < 0) return fmt::format("bad run-queue delay line '{}'", line);
-  const int64_t latest = std::max(out.samples.empty() ? 0 : out.samples.back().t_ns,
-                                  out.run_delay.empty() ? 0 : out.run_delay.back().t_ns);
-  if (*t < latest) return "goes back in time";
+  if (*t < latest_t_ns(out)) return "goes back in time";
   out.run_delay.push_back({*t, *delay});
   return "";
 }
@@ -76,8 +84,7 @@ std::string parse_sample_line(std::string_view line, SampleSeries& out) {
     if (!value || *value < -1) return fmt::format("bad value '{}'", words[static_cast<size_t>(i)]);
     v[i] = *value;
   }
-  if (!out.samples.empty() && v[0] < out.samples.back().t_ns) return "goes back in time";
-  if (!out.run_delay.empty() && v[0] < out.run_delay.back().t_ns) return "goes back in time";
+  if (v[0] < latest_t_ns(out)) return "goes back in time";
   out.samples.push_back({v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]});
   if (v[7] >= 0) out.run_delay.push_back({v[0], v[7]});
   return "";

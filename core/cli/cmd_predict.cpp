@@ -145,7 +145,7 @@ int run(const Options& opt) {
   const double prediction = median(predicted);
   // Measured under a CPU quota, a skeleton whose scaled part lasts a few 100 ms scheduler
   // periods came out 5-11 % low at K = 10 (where its compute falls in the run/throttle rhythm
-  // does not average out, and the error is multiplied by K); from 0.6 s on it was within 1 %.
+  // does not average out, and the error is multiplied by K); from 0.6 s on, cg was within 1 %.
   const double scaled = median(skeletons);
   const std::string short_note =
       scaled < kSteadySkeletonSeconds && desc["scale"].get<double>() > 1

@@ -78,9 +78,7 @@ constexpr Table build() {
     const auto id = static_cast<size_t>(f.id);
     if (id >= kIdSlots) continue;
     t.role[id] = role_from(f);
-    t.creates[id] = f.kind == FunctionKind::p2p_init || f.kind == FunctionKind::icollective ||
-                    f.id == FunctionId::MPI_Isend || f.id == FunctionId::MPI_Issend ||
-                    f.id == FunctionId::MPI_Irecv;
+    t.creates[id] = f.creates_request;
     t.collective[id] = f.kind == FunctionKind::collective || f.kind == FunctionKind::icollective ||
                        f.kind == FunctionKind::comm || f.kind == FunctionKind::env;
   }

@@ -16,22 +16,6 @@ namespace {
 using trace::FunctionId;
 using trace::FunctionKind;
 
-bool sends_a_message(uint16_t function) {
-  switch (static_cast<FunctionId>(function)) {
-    case FunctionId::MPI_Send:
-    case FunctionId::MPI_Ssend:
-    case FunctionId::MPI_Rsend:
-    case FunctionId::MPI_Bsend:
-    case FunctionId::MPI_Isend:
-    case FunctionId::MPI_Issend:
-    case FunctionId::MPI_Sendrecv:
-    case FunctionId::MPI_Sendrecv_replace:
-      return true;
-    default:
-      return false;
-  }
-}
-
 // The rank's compute (trace::compute_gaps) from the end of MPI_Init to the start of
 // MPI_Finalize: the gap before the first call is start-up, not the program's work.
 double compute_seconds(const trace::RankTrace& rank) {
@@ -82,7 +66,7 @@ Result<TraceWorkload> workload_from_trace(const trace::TraceSet& trace) {
       if (info == nullptr) continue;
       const double bytes = static_cast<double>(r.count) * r.type_size;
       std::string problem;
-      if (sends_a_message(r.function)) {
+      if (info->sends && info->kind == FunctionKind::p2p) {  // Send_init sends at its Starts
         problem = add(k, r.peer, bytes);
       } else if (static_cast<FunctionId>(r.function) == FunctionId::MPI_Send_init) {
         if (r.request != 0) persistent[r.request] = {r.peer, bytes};

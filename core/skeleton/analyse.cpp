@@ -18,58 +18,10 @@ int32_t Comm::local(int32_t world) const {
   return -1;
 }
 
-bool is_blocking_p2p(FunctionId fn) {
-  switch (fn) {
-    case FunctionId::MPI_Send:
-    case FunctionId::MPI_Ssend:
-    case FunctionId::MPI_Rsend:
-    case FunctionId::MPI_Bsend:
-    case FunctionId::MPI_Recv:
-    case FunctionId::MPI_Sendrecv:
-    case FunctionId::MPI_Sendrecv_replace: return true;
-    default: return false;
-  }
-}
-
 bool is_groupable(const EventInfo& info) {
   return info.skip.empty() &&
          (info.kind == FunctionKind::p2p || info.kind == FunctionKind::start ||
           info.kind == FunctionKind::completion);
-}
-
-bool creates_request(FunctionId fn) {
-  switch (fn) {
-    case FunctionId::MPI_Isend:
-    case FunctionId::MPI_Issend:
-    case FunctionId::MPI_Irecv:
-    case FunctionId::MPI_Send_init:
-    case FunctionId::MPI_Recv_init:
-    case FunctionId::MPI_Ibarrier:
-    case FunctionId::MPI_Ibcast:
-    case FunctionId::MPI_Ireduce:
-    case FunctionId::MPI_Iallreduce:
-    case FunctionId::MPI_Ialltoall:
-    case FunctionId::MPI_Iallgather: return true;
-    default: return false;
-  }
-}
-
-bool is_send_side(FunctionId fn) {
-  switch (fn) {
-    case FunctionId::MPI_Send:
-    case FunctionId::MPI_Ssend:
-    case FunctionId::MPI_Rsend:
-    case FunctionId::MPI_Bsend:
-    case FunctionId::MPI_Isend:
-    case FunctionId::MPI_Issend:
-    case FunctionId::MPI_Send_init: return true;
-    default: return false;
-  }
-}
-
-bool is_recv_side(FunctionId fn) {
-  return fn == FunctionId::MPI_Irecv || fn == FunctionId::MPI_Recv ||
-         fn == FunctionId::MPI_Recv_init;
 }
 
 std::string_view function_name(FunctionId fn) {
@@ -249,7 +201,7 @@ class Analyser {
         if (j < 0) continue;
         const tr::Record& rec = rt.records[i];
         const auto aux = rt.aux_of(i);
-        if (creates_request(info.fn)) {
+        if (const tr::FunctionInfo* f = tr::find_function(static_cast<uint16_t>(info.fn)); f && f->creates_request) {
           if (rec.request != 0) creator[rec.request] = e;
           if (rec.request != 0 && (info.fn == FunctionId::MPI_Send_init ||
                                    info.fn == FunctionId::MPI_Recv_init))

@@ -97,11 +97,7 @@ Result<Analysis> analyse(const tr::TraceSet& trace, const merge::MergedTrace& me
 void plan_groups(const lt::LoopTree& tree, Analysis& analysis);
 
 // Kind helpers.
-bool is_blocking_p2p(tr::FunctionId fn);
 bool is_groupable(const EventInfo& info);
-bool creates_request(tr::FunctionId fn);
-bool is_send_side(tr::FunctionId fn);   // sends (Send..Issend, Send_init)
-bool is_recv_side(tr::FunctionId fn);   // receives (Irecv, Recv, Recv_init)
 std::string_view function_name(tr::FunctionId fn);
 
 // ---- scaling (scale.cpp) -------------------------------------------------------------------

@@ -106,10 +106,19 @@ def gen_functions(functions):
            "enum class FunctionId : uint16_t {"]
     out += [f"  {f.name} = {f.id}," for f in functions]
     out += ["};", "",
+            "// sends: a point-to-point send (it has a destination; Send_init and Sendrecv too).",
+            "// receives: a point-to-point receive (a source, and not a probe).",
+            "// creates_request: it returns a new request (non-blocking or persistent).",
             "struct FunctionInfo {", "  FunctionId id;", "  std::string_view name;",
-            "  FunctionKind kind;", "};", "",
+            "  FunctionKind kind;", "  bool sends;", "  bool receives;", "  bool creates_request;",
+            "};", "",
             "inline constexpr FunctionInfo kFunctions[] = {"]
-    out += [f'  {{FunctionId::{f.name}, "{f.name}", FunctionKind::{f.kind}}},' for f in functions]
+
+    def flag(value):
+        return "true" if value else "false"
+    out += [f'  {{FunctionId::{f.name}, "{f.name}", FunctionKind::{f.kind}, {flag("dest" in f.roles)}, '
+            f'{flag("source" in f.roles and f.kind != "probe")}, '
+            f'{flag("newreq" in f.roles or "newpreq" in f.roles)}}},' for f in functions]
     out += ["};", "",
             "// The function with this id, or nullptr for an id the table does not have.",
             "constexpr const FunctionInfo* find_function(uint16_t id) {",

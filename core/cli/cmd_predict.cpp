@@ -15,8 +15,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "child/child.h"
 #include "commands.h"
-#include "process.h"
 
 namespace pskel::cli {
 namespace {
@@ -81,6 +81,35 @@ std::string last_line(const std::string& text) {
   return text.substr(start == std::string::npos ? 0 : start + 1, end - (start == std::string::npos ? 0 : start + 1) + 1);
 }
 
+// Splits a launcher string ("mpiexec -n 4", "srun --mpi=pmi2") at blanks; single and double
+// quotes group words. Not a shell.
+std::vector<std::string> split_words(const std::string& text) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  char quote = 0;
+  for (char c : text) {
+    if (quote) {
+      if (c == quote) quote = 0;
+      else word += c;
+      continue;
+    }
+    if (c == '\'' || c == '"') {
+      quote = c;
+      in_word = true;
+    } else if (c == ' ' || c == '\t' || c == '\n') {
+      if (in_word) words.push_back(word);
+      word.clear();
+      in_word = false;
+    } else {
+      word += c;
+      in_word = true;
+    }
+  }
+  if (in_word) words.push_back(word);
+  return words;
+}
+
 int run(const Options& opt) {
   const fs::path dir(opt.out);
   const fs::path json_path = dir / "skeleton.json";
@@ -108,6 +137,10 @@ int run(const Options& opt) {
     timeout = 120.0 + 10.0 * estimate;
   }
 
+  child::Options launch;
+  launch.search_path = true;
+  launch.stop_on_interrupt = true;
+  launch.timeout_seconds = timeout;
   std::vector<Run> runs;
   double measured = 0;  // the skeleton's timed parts so far
   const auto more = [&] {
@@ -115,16 +148,14 @@ int run(const Options& opt) {
     return runs.empty() || (measured < opt.min_seconds && static_cast<int>(runs.size()) < kMaxAutoRuns);
   };
   while (more()) {
-    auto done = run_process(command, timeout);
-    if (!done) return fail(done.error().line());
-    const ProcessResult& p = done.value();
-    if (p.interrupted) return fail("interrupted");
+    const child::Result p = child::run(command, launch);
+    if (!p.started || p.interrupted) return fail(p.failure());
     if (p.timed_out)
       return fail(fmt::format("{}: did not finish within {:.0f} s (killed)", binary, timeout));
     Run r;
-    if (p.status != 0 || !parse_line(p.out, r)) {
+    if (p.exit_code != 0 || !parse_line(p.out, r)) {
       const std::string why = last_line(p.err);
-      return fail(fmt::format("{}: exited with status {}{}{}", binary, p.status, why.empty() ? "" : ": ", why));
+      return fail(fmt::format("{}: exited with status {}{}{}", binary, p.exit_code, why.empty() ? "" : ": ", why));
     }
     r.wall = p.seconds;
     r.startup = std::max(0.0, r.wall - r.skeleton - r.warmup);

@@ -10,12 +10,12 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "child/child.h"
 #include "commands.h"
 #include "compress/compress.h"
 #include "flavour/flavour.h"
 #include "looptree/looptree.h"
 #include "merge/merge.h"
-#include "process.h"
 #include "skeleton/skeleton.h"
 #include "trace/reader.h"
 
@@ -144,13 +144,18 @@ int run(const Options& opt) {
       return fail(fmt::format("MPI compiler {} not found (the trace was made with MPI \"{}\"; install "
                               "its development package or give --cc)",
                               cc, mpi));
-    auto compiled = run_process(command, 600);
-    if (!compiled) return fail(compiled.error().line());
-    write_file(out / "compile.log", compiled.value().out + compiled.value().err);
-    if (compiled.value().status != 0)
+    child::Options compile;
+    compile.search_path = true;
+    compile.stop_on_interrupt = true;
+    compile.timeout_seconds = 600;
+    const child::Result compiled = child::run(command, compile);
+    if (!compiled.started || compiled.interrupted) return fail(compiled.failure());
+    if (compiled.timed_out)
+      return fail(fmt::format("{}: did not finish within {:.0f} s (killed)", cc, compile.timeout_seconds));
+    write_file(out / "compile.log", compiled.out + compiled.err);
+    if (compiled.exit_code != 0)
       return fail(fmt::format("{}: {} failed ({}); see {}", (out / "skeleton.c").string(), cc,
-                              first_line(compiled.value().err + compiled.value().out),
-                              (out / "compile.log").string()));
+                              first_line(compiled.err + compiled.out), (out / "compile.log").string()));
   } else {
     desc["binary"] = nullptr;
   }

@@ -19,7 +19,7 @@
 
 #include "store/store.h"
 #include "util/safe_dir.h"
-#include "worker/process.h"
+#include "child/child.h"
 #include "worker/slurm_text.h"
 #include "worker/trace_pick.h"
 
@@ -32,8 +32,8 @@ constexpr const char* kQueueDir = "queue";
 
 // --- small helpers -------------------------------------------------------------------------
 
-Identity identity_of(const Ticket& t) {
-  return Identity{static_cast<uid_t>(t.uid), static_cast<gid_t>(t.gid), t.user};
+child::Identity identity_of(const Ticket& t) {
+  return child::Identity{static_cast<uid_t>(t.uid), static_cast<gid_t>(t.gid), t.user};
 }
 
 std::string home_of(uid_t uid) {
@@ -73,14 +73,14 @@ class Worker {
   void handle(const Ticket& t);
 
  private:
-  RunResult run_as_user(const Ticket& t, const std::vector<std::string>& argv, int timeout,
+  child::Result run_as_user(const Ticket& t, const std::vector<std::string>& argv, int timeout,
                         const std::string& cwd = "/") const {
-    RunOptions o;
+    child::Options o;
     o.as = identity_of(t);
-    o.env = child_environment(home_of(o.as.uid), t.user);
+    o.env = child_environment(home_of(o.as->uid), t.user);
     o.cwd = cwd;
     o.timeout_seconds = timeout;
-    return run(argv, o);
+    return child::run(argv, o);
   }
   // Whether `pskel <command>` exists (asked once per worker).
   bool available(const Ticket& t, const std::string& command);
@@ -111,7 +111,7 @@ class Worker {
 bool Worker::available(const Ticket& t, const std::string& command) {
   const auto it = available_.find(command);
   if (it != available_.end()) return it->second;
-  const RunResult r = run_as_user(t, {conf_.pskel, command, "--help"}, 60);
+  const child::Result r = run_as_user(t, {conf_.pskel, command, "--help"}, 60);
   return available_[command] = r.started && !r.timed_out && r.exit_code == 0;
 }
 
@@ -119,10 +119,10 @@ std::optional<JobEnd> Worker::job_end(uint32_t job_id) const {
   // The epilog runs while the job is COMPLETING: wait (bounded) for its final state.
   std::optional<JobEnd> end;
   for (int i = 0; i < 30; ++i) {
-    RunOptions o;
+    child::Options o;
     o.env = child_environment("/", "root");
     o.timeout_seconds = 30;
-    const RunResult r = run({conf_.scontrol, "show", "job", "-o", std::to_string(job_id)}, o);
+    const child::Result r = child::run({conf_.scontrol, "show", "job", "-o", std::to_string(job_id)}, o);
     if (r.exit_code == 0) end = parse_job(r.out);
     if (end && end->state.find("COMPLETING") == std::string::npos && end->state != "RUNNING") break;
     std::this_thread::sleep_for(std::chrono::seconds(2));
@@ -156,7 +156,7 @@ void Worker::record_outcome(const Ticket& t, const std::optional<JobEnd>& end) {
 }
 
 Result<bool> Worker::step_compress(const Ticket& t, const TraceChoice& trace) {
-  const RunResult r = run_as_user(t, {conf_.pskel, "compress", trace.dir, "--json"},
+  const child::Result r = run_as_user(t, {conf_.pskel, "compress", trace.dir, "--json"},
                                   static_cast<int>(conf_.step_timeout));
   if (!r.started || r.timed_out || r.exit_code != 0) return Error{"", "compress: " + r.failure()};
   auto j = parse_json(r.out, "compress");
@@ -176,7 +176,7 @@ Result<Worker::SkeletonOut> Worker::step_skeleton(const Ticket& t, const TraceCh
   const std::string out_path = trace.job_path + "/skeleton";
   char scale_text[32];
   std::snprintf(scale_text, sizeof scale_text, "%g", scale);
-  const RunResult r =
+  const child::Result r =
       run_as_user(t, {conf_.pskel, "skeleton", trace.dir, "-o", out_path, "--scale", scale_text, "--json"},
                   static_cast<int>(conf_.step_timeout));
   if (!r.started || r.timed_out || r.exit_code != 0) return Error{"", "skeleton: " + r.failure()};
@@ -211,7 +211,7 @@ Result<Worker::Calibration> Worker::step_calibrate(const Ticket& t, const TraceC
       "--error=" + skeleton.dir + "/calibrate." + partition + ".err", "--wrap=" + command};
   log_.line("job " + std::to_string(t.job_id) + ": " + what + ": sbatch --partition=" + partition +
             " --ntasks=" + std::to_string(ntasks) + " (" + launcher + ")");
-  const RunResult r = run_as_user(t, argv, static_cast<int>(conf_.calibration_time_limit) * 60 + 600,
+  const child::Result r = run_as_user(t, argv, static_cast<int>(conf_.calibration_time_limit) * 60 + 600,
                                   skeleton.dir);
   if (!r.started || r.timed_out || r.exit_code != 0) return Error{"", what + ": " + r.failure()};
   auto out_dir = open_owned_dir(trace.job_dir.get(), trace.job_path, "skeleton", t.uid);
@@ -394,10 +394,10 @@ void Log::line(const std::string& text) const {
 }
 
 Result<bool> publish(const config::Config& conf, store::Store& store, std::string* note) {
-  RunOptions o;
+  child::Options o;
   o.env = child_environment("/", "root");
   o.timeout_seconds = 60;
-  const RunResult r = run({conf.scontrol, "show", "partition", "-o"}, o);
+  const child::Result r = child::run({conf.scontrol, "show", "partition", "-o"}, o);
   const auto partitions = r.exit_code == 0 ? parse_partitions(r.out) : std::vector<exportfile::Partition>{};
   if (partitions.empty()) {
     *note = "partitions: scontrol: " + (r.exit_code == 0 ? "no partitions" : r.failure()) +
@@ -470,7 +470,7 @@ EpilogResult epilog(const config::Config& conf, const Env& env, bool detach) {
   result.queued = true;
   result.message = "job " + std::to_string(t.job_id) + " queued";
   log.line("epilog: " + result.message);
-  if (detach) spawn_detached(worker_body, const_cast<config::Config*>(&conf));
+  if (detach) child::spawn_detached(worker_body, const_cast<config::Config*>(&conf));
   return result;
 }
 

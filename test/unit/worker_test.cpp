@@ -1,17 +1,15 @@
-// The epilog side: the epilog environment, queue tickets, scontrol output, child processes,
-// and finding a trace safely in a directory its user controls.
+// The epilog side: the epilog environment, queue tickets, scontrol output, and finding a trace
+// safely in a directory its user controls.
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <fstream>
 #include <string>
 
 #include "scratch_dir.h"
 #include "util/safe_dir.h"
-#include "worker/process.h"
 #include "worker/slurm_text.h"
 #include "worker/ticket.h"
 #include "worker/trace_pick.h"
@@ -171,31 +169,6 @@ TEST_CASE("ShellQuotingAndScale") {
   CHECK(choose_scale(-1, 20) == 1);
   CHECK(choose_scale(5, 20) == 1);
   CHECK(choose_scale(600, 20) == 30);
-}
-
-TEST_CASE("ChildProcessesAreCapturedAndTimedOut") {
-  RunOptions o;
-  o.as = {::geteuid(), ::getegid(), ""};
-  o.env = {"PATH=/usr/bin:/bin", "X=1"};
-  RunResult r = run({"/bin/sh", "-c", "echo out; echo err >&2; echo $X; exit 3"}, o);
-  CHECK(r.started);
-  CHECK(r.exit_code == 3);
-  CHECK(r.out == "out\n1\n");
-  CHECK(r.err == "err\n");
-  CHECK(r.failure() == "exit 3: err");
-  o.timeout_seconds = 1;
-  const auto t0 = std::chrono::steady_clock::now();
-  r = run({"/bin/sh", "-c", "sleep 30 & sleep 30"}, o);
-  CHECK(r.timed_out);
-  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
-  r = run({"/nonexistent/prog"}, o);
-  CHECK_FALSE(r.started);
-  CHECK(r.failure().find("cannot run") == 0);
-  CHECK_FALSE(run({"relative"}, o).started);
-  o.max_output = 10;
-  o.timeout_seconds = 10;
-  r = run({"/bin/sh", "-c", "yes | head -c 100000"}, o);
-  CHECK(r.out.size() == 10);
 }
 
 TEST_CASE("TheCompleteTraceWithTheMostRanksIsPicked") {

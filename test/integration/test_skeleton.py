@@ -312,13 +312,15 @@ class BadInput(unittest.TestCase):
         self.assertEqual(once["repeat"], 1)
         each = once["runs"][0]["skeleton_elapsed_seconds"]
         self.assertLess(each, 0.5)  # the trace is short: else this checks nothing
-        wanted = runs("--min-seconds", str(3 * each))
-        self.assertGreaterEqual(wanted["repeat"], 2)
+        wanted = runs("--min-seconds", str(5 * each))
+        first = wanted["runs"][0]["skeleton_elapsed_seconds"]
+        if first < 5 * each:  # a busy machine can slow one run fivefold; then one is enough
+            self.assertGreaterEqual(wanted["repeat"], 2)
         self.assertLessEqual(wanted["repeat"], 10)
         timed = sum(r["skeleton_elapsed_seconds"] for r in wanted["runs"])
-        self.assertTrue(timed >= 3 * each or wanted["repeat"] == 10, wanted["runs"])
+        self.assertTrue(timed >= 5 * each or wanted["repeat"] == 10, wanted["runs"])
         # the last run was needed: without it the sum fell short
-        self.assertLess(timed - wanted["runs"][-1]["skeleton_elapsed_seconds"], 3 * each)
+        self.assertLess(timed - wanted["runs"][-1]["skeleton_elapsed_seconds"], 5 * each)
         self.assertEqual(runs("--min-seconds", "1000")["repeat"], 10)
         self.assertEqual(pskel("predict", self.tmp / "k2", "--repeat", "2", "--min-seconds", "1").returncode, 2)
 

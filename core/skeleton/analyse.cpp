@@ -348,6 +348,27 @@ class Analyser {
 
 bool valid_calibration(double ns) { return ns >= 0.5 && ns <= 1e6; }
 
+// Two measurements this far apart (relative) disagree: one of them was disturbed.
+constexpr double kCalibrationAgreement = 0.02;
+
+// The calibration a rank's compute is replayed with, from its measurements in MPI_Init and in
+// MPI_Finalize: when they agree, their mean; when they disagree, the lower, because a slow moment
+// of the host only ever inflates a measurement (by 3-30 % on a VM, unseen by the run-queue
+// delay), while a run that is slow throughout inflates both. Traces without the second
+// measurement (older ones, runs killed before MPI_Finalize) use the first.
+double combined_calibration(double at_init, double at_finalize) {
+  if (!valid_calibration(at_finalize)) return at_init;
+  const double low = std::min(at_init, at_finalize), high = std::max(at_init, at_finalize);
+  return high <= low * (1 + kCalibrationAgreement) ? 0.5 * (low + high) : low;
+}
+
+// Rank r's calibration at MPI_Finalize from meta.json, or 0 if the trace has none.
+double calibration_at_finalize(const tr::TraceSet& trace, size_t r) {
+  const auto it = trace.meta.find("work_ns_per_unit_at_finalize");
+  if (it == trace.meta.end() || !it->is_array() || it->size() != trace.ranks.size()) return 0;
+  return (*it)[r].is_number() ? (*it)[r].get<double>() : 0;
+}
+
 }  // namespace
 
 Result<Analysis> analyse(const tr::TraceSet& trace, const merge::MergedTrace& merged,
@@ -357,7 +378,8 @@ Result<Analysis> analyse(const tr::TraceSet& trace, const merge::MergedTrace& me
   if (out.world_size <= 0 || trace.ranks.size() != static_cast<size_t>(out.world_size))
     return Error{trace.dir, "empty trace: no ranks"};
 
-  // Calibration: a rank whose value is missing or absurd uses the median of the others.
+  // Calibration: a rank whose value from MPI_Init is missing or absurd uses the median of the
+  // others; each is then combined with the rank's value from MPI_Finalize, if there is one.
   std::vector<double> good;
   for (const tr::RankTrace& rt : trace.ranks)
     if (valid_calibration(rt.header.work_ns_per_unit)) good.push_back(rt.header.work_ns_per_unit);
@@ -368,7 +390,8 @@ Result<Analysis> analyse(const tr::TraceSet& trace, const merge::MergedTrace& me
   const double median = good[good.size() / 2];
   for (size_t r = 0; r < trace.ranks.size(); ++r) {
     const double ns = trace.ranks[r].header.work_ns_per_unit;
-    out.ns_per_unit.push_back(valid_calibration(ns) ? ns : median);
+    out.ns_per_unit.push_back(
+        combined_calibration(valid_calibration(ns) ? ns : median, calibration_at_finalize(trace, r)));
     if (!valid_calibration(ns))
       out.warnings.push_back(fmt::format(
           "rank {}: calibration {} ns per unit is unusable; the median {} is used", r, ns, median));

@@ -133,17 +133,25 @@ bool write_meta(const MetaInfo& info) {
     const char* host = info.hosts.data() + static_cast<size_t>(r) * 64;
     j << (r ? ", " : "") << quoted(std::string(host, strnlen(host, 64)));
   }
-  j << "],\n  \"work_ns_per_unit\": [";
-  for (size_t r = 0; r < info.work_ns_per_unit.size(); ++r) {
-    const double w = info.work_ns_per_unit[r];
-    j << (r ? ", " : "");
-    if (std::isfinite(w)) {
-      j << w;
-    } else {
-      j << "null";  // JSON has no inf or nan
+  const auto numbers = [&j](const std::vector<double>& values) {
+    j << "[";
+    for (size_t r = 0; r < values.size(); ++r) {
+      j << (r ? ", " : "");
+      if (std::isfinite(values[r])) {
+        j << values[r];
+      } else {
+        j << "null";  // JSON has no inf or nan
+      }
     }
+    j << "]";
+  };
+  j << "],\n  \"work_ns_per_unit\": ";
+  numbers(info.work_ns_per_unit);
+  if (!info.work_ns_per_unit_at_finalize.empty()) {
+    j << ",\n  \"work_ns_per_unit_at_finalize\": ";
+    numbers(info.work_ns_per_unit_at_finalize);
   }
-  j << "]\n}\n";
+  j << "\n}\n";
 
   const std::string text = j.str();
   const std::string path = info.dir + "/" + trace::kMetaFileName;

@@ -15,7 +15,8 @@ struct MetaInfo {
   uint32_t flavour = 0;
   int ranks = 0;
   std::string hosts;                       // ranks x 64 bytes, NUL-padded
-  std::vector<double> work_ns_per_unit;    // per rank
+  std::vector<double> work_ns_per_unit;    // per rank, measured in MPI_Init
+  std::vector<double> work_ns_per_unit_at_finalize;  // per rank; empty before MPI_Finalize
   int64_t start_realtime_ns = 0;
   int64_t end_realtime_ns = 0;             // 0 until MPI_Finalize
   int64_t init_entry_ns = 0;
@@ -29,8 +30,8 @@ struct MetaInfo {
 std::string json_escape(const std::string& s);
 
 // Writes info.dir/meta.json. Returns false if it could not (the trace stays usable). Numbers
-// are written in the C locale, whatever the program's global locale; a work_ns_per_unit that
-// is not finite is written as null.
+// are written in the C locale, whatever the program's global locale; a calibration that is not
+// finite is written as null. work_ns_per_unit_at_finalize is written only when it is not empty.
 bool write_meta(const MetaInfo& info);
 
 }  // namespace pskel::tracer

@@ -340,6 +340,13 @@ void end_session() {
   }
   uint64_t records = s->writer.records(), total_records = 0;
   PMPI_Reduce(&records, &total_records, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+  // Measured again, outside the traced time like the first: on a VM a slow moment of the host
+  // inflates one measurement by several % unseen by the run-queue delay, and the two disagree;
+  // a run that was slow throughout inflates both (skeleton/analyse.cpp combines them).
+  const double ns_per_unit_at_finalize = pskel_work_calibrate(kCalibrationSeconds);
+  s->meta.work_ns_per_unit_at_finalize.resize(static_cast<size_t>(s->size));
+  PMPI_Gather(&ns_per_unit_at_finalize, 1, MPI_DOUBLE, s->meta.work_ns_per_unit_at_finalize.data(),
+              1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   if (s->rank == 0) {
     s->meta.complete = failing < 0;
     s->meta.end_realtime_ns = realtime_ns();

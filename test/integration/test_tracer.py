@@ -3,6 +3,7 @@
 Open MPI, with 2 and 4 ranks, traced with `pskel run`. `pskel info` must report exactly the calls
 each program counted itself, and tracing must not change what the program prints.
 Also: bad trace directories, and the tracer preloaded into programs that are not MPI."""
+import json
 import os
 import pathlib
 import shutil
@@ -45,6 +46,14 @@ class TracedAppsReportExactCalls(unittest.TestCase):
             self.assertEqual(info["events"], sum(info["events_per_rank"]))
             self.assertTrue(info["complete"])
             self.assertGreater(info["wall_seconds"], 0)
+            # Both calibrations, MPI_Init's and MPI_Finalize's, of every rank: the same kernel on
+            # the same node, within a factor of 4 even with more ranks than cores.
+            meta = json.loads((tmp / "trace" / "meta.json").read_text())
+            for key in ("work_ns_per_unit", "work_ns_per_unit_at_finalize"):
+                self.assertEqual(len(meta[key]), ranks, key)
+            for at_init, at_end in zip(meta["work_ns_per_unit"], meta["work_ns_per_unit_at_finalize"]):
+                self.assertGreater(at_init, 0)
+                self.assertLess(max(at_init, at_end) / min(at_init, at_end), 4.0)
 
 
 def add_app_tests():

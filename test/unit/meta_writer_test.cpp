@@ -241,6 +241,17 @@ TEST_CASE("write_meta writes a calibration that is not finite as null") {
   CHECK(j["work_ns_per_unit"] == nlohmann::json::parse("[null, null, 2.5]"));
 }
 
+TEST_CASE("write_meta writes the calibration at MPI_Finalize once there is one") {
+  TempDir dir;
+  MetaInfo m = sample_meta(dir.path());
+  REQUIRE(write_meta(m));
+  CHECK_FALSE(read_json(dir.file("meta.json")).contains("work_ns_per_unit_at_finalize"));
+  m.work_ns_per_unit_at_finalize = {1.5, std::numeric_limits<double>::quiet_NaN(), 0.25};
+  REQUIRE(write_meta(m));
+  CHECK(read_json(dir.file("meta.json"))["work_ns_per_unit_at_finalize"] ==
+        nlohmann::json::parse("[1.5, null, 0.25]"));
+}
+
 TEST_CASE("write_meta replaces an existing meta.json") {
   TempDir dir;
   write_text(dir.file("meta.json"), "old contents that are much longer than the new ones would be......");

@@ -96,6 +96,29 @@ TEST_CASE("skeleton: compute gaps are calibrated work units") {
   CHECK(s.description["work_ns_per_unit"][0] == doctest::Approx(2.5));
 }
 
+TEST_CASE("skeleton: the calibrations of MPI_Init and MPI_Finalize are combined") {
+  auto w = halo_ring(2, 10, 5000);
+  Built b = build(w, 2.5);
+  // Rank 0's two agree (within 2 %): their mean. Rank 1's disagree: the lower (a slow moment
+  // of the host inflated one of them).
+  b.trace.meta["work_ns_per_unit_at_finalize"] = {2.54, 3.5};
+  sk::Skeleton s = generate(b);
+  CHECK(s.description["work_ns_per_unit"][0] == doctest::Approx(2.52));
+  CHECK(s.description["work_ns_per_unit"][1] == doctest::Approx(2.5));
+  b.trace.meta["work_ns_per_unit_at_finalize"] = {2.0, 2.5};  // lower at the end
+  s = generate(b);
+  CHECK(s.description["work_ns_per_unit"][0] == doctest::Approx(2.0));
+  CHECK(s.description["work_ns_per_unit"][1] == doctest::Approx(2.5));
+  // Missing values, or an array of the wrong length, leave the MPI_Init values.
+  b.trace.meta["work_ns_per_unit_at_finalize"] = nlohmann::json::parse("[null, 2.49]");
+  s = generate(b);
+  CHECK(s.description["work_ns_per_unit"][0] == doctest::Approx(2.5));
+  CHECK(s.description["work_ns_per_unit"][1] == doctest::Approx(2.495));
+  b.trace.meta["work_ns_per_unit_at_finalize"] = {1.0};
+  s = generate(b);
+  CHECK(s.description["work_ns_per_unit"][0] == doctest::Approx(2.5));
+}
+
 TEST_CASE("skeleton: --scale K divides the dominant loop; the runtime weights it back by N/run") {
   auto w = halo_ring(2, 400);
   const sk::Skeleton s = generate(build(w), 10);

@@ -17,9 +17,9 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "child/child.h"
 #include "store/store.h"
 #include "util/safe_dir.h"
-#include "child/child.h"
 #include "worker/slurm_text.h"
 #include "worker/trace_pick.h"
 
@@ -74,7 +74,7 @@ class Worker {
 
  private:
   child::Result run_as_user(const Ticket& t, const std::vector<std::string>& argv, int timeout,
-                        const std::string& cwd = "/") const {
+                            const std::string& cwd = "/") const {
     child::Options o;
     o.as = identity_of(t);
     o.env = child_environment(home_of(o.as->uid), t.user);
@@ -157,7 +157,7 @@ void Worker::record_outcome(const Ticket& t, const std::optional<JobEnd>& end) {
 
 Result<bool> Worker::step_compress(const Ticket& t, const TraceChoice& trace) {
   const child::Result r = run_as_user(t, {conf_.pskel, "compress", trace.dir, "--json"},
-                                  static_cast<int>(conf_.step_timeout));
+                                      static_cast<int>(conf_.step_timeout));
   if (!r.started || r.timed_out || r.exit_code != 0) return Error{"", "compress: " + r.failure()};
   auto j = parse_json(r.out, "compress");
   if (!j) return j.error();
@@ -212,7 +212,7 @@ Result<Worker::Calibration> Worker::step_calibrate(const Ticket& t, const TraceC
   log_.line("job " + std::to_string(t.job_id) + ": " + what + ": sbatch --partition=" + partition +
             " --ntasks=" + std::to_string(ntasks) + " (" + launcher + ")");
   const child::Result r = run_as_user(t, argv, static_cast<int>(conf_.calibration_time_limit) * 60 + 600,
-                                  skeleton.dir);
+                                      skeleton.dir);
   if (!r.started || r.timed_out || r.exit_code != 0) return Error{"", what + ": " + r.failure()};
   auto out_dir = open_owned_dir(trace.job_dir.get(), trace.job_path, "skeleton", t.uid);
   if (!out_dir) return Error{"", what + ": " + out_dir.error().line()};

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 
 extern char** environ;
@@ -95,6 +96,7 @@ void capture(pid_t pid, int out_fd, int err_fd, const Options& options,
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (options.timeout_seconds > 0 && elapsed >= options.timeout_seconds) {
       result.timed_out = true;
+      result.time_limit = options.timeout_seconds;
       break;
     }
     if (options.stop_on_interrupt && g_interrupted) {
@@ -137,7 +139,11 @@ void capture(pid_t pid, int out_fd, int err_fd, const Options& options,
 
 std::string Result::failure() const {
   if (!started) return "cannot run: " + err;
-  if (timed_out) return "timed out";
+  if (timed_out) {
+    char limit[32];
+    std::snprintf(limit, sizeof limit, "%g", time_limit);
+    return std::string("did not finish within ") + limit + " s (killed)";
+  }
   if (interrupted) return "interrupted";
   std::string line = err.substr(0, err.find('\n'));
   if (line.size() > 300) line.resize(300);

@@ -35,7 +35,9 @@ struct Result {
   int exit_code = -1;        // exit status, or 128 + signal
   std::string out, err;      // captured, each cut at max_output
   double seconds = 0;        // wall time from start to exit
-  // "exit 2: <first stderr line>", "timed out", "interrupted", "cannot run: <reason>"
+  double time_limit = 0;     // the timeout it was killed at, if timed_out
+  // "exit 2: <first stderr line>", "did not finish within 600 s (killed)", "interrupted",
+  // "cannot run: <reason>"
   std::string failure() const;
 };
 

@@ -150,8 +150,7 @@ int run(const Options& opt) {
   while (more()) {
     const child::Result p = child::run(command, launch);
     if (!p.started || p.interrupted) return fail(p.failure());
-    if (p.timed_out)
-      return fail(fmt::format("{}: did not finish within {:.0f} s (killed)", binary, timeout));
+    if (p.timed_out) return fail(binary + ": " + p.failure());
     Run r;
     if (p.exit_code != 0 || !parse_line(p.out, r)) {
       const std::string why = last_line(p.err);

@@ -150,8 +150,7 @@ int run(const Options& opt) {
     compile.timeout_seconds = 600;
     const child::Result compiled = child::run(command, compile);
     if (!compiled.started || compiled.interrupted) return fail(compiled.failure());
-    if (compiled.timed_out)
-      return fail(fmt::format("{}: did not finish within {:.0f} s (killed)", cc, compile.timeout_seconds));
+    if (compiled.timed_out) return fail(cc + ": " + compiled.failure());
     write_file(out / "compile.log", compiled.out + compiled.err);
     if (compiled.exit_code != 0)
       return fail(fmt::format("{}: {} failed ({}); see {}", (out / "skeleton.c").string(), cc,

@@ -292,6 +292,15 @@ class BadInput(unittest.TestCase):
     def test_predict_without_skeleton(self):
         self.one_line_error(pskel("predict", self.tmp / "nothing-here"))
 
+    def test_predict_kills_a_run_past_its_timeout(self):
+        build_skeleton(self.trace, self.tmp / "hangs", 10)
+        start = time.monotonic()
+        # "tail -f BINARY" never ends: it stands in for a skeleton that hangs
+        line = self.one_line_error(pskel("predict", self.tmp / "hangs", "--launcher", "tail -f",
+                                         "--timeout", "1", timeout=60))
+        self.assertLess(time.monotonic() - start, 30)
+        self.assertIn("hangs/skeleton: did not finish within 1 s (killed)", line)
+
     def test_auto_scale(self):
         desc = build_skeleton(self.trace, self.tmp / "auto", "auto")
         self.assertEqual(desc["scale_mode"], "auto")

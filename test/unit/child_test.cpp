@@ -52,7 +52,7 @@ TEST_CASE("ChildIsKilledWithItsGroupAfterTheTimeout") {
   const auto t0 = std::chrono::steady_clock::now();
   const child::Result r = child::run({"/bin/sh", "-c", "sleep 30 & echo $!; sleep 30"}, o);
   CHECK(r.timed_out);
-  CHECK(r.failure() == "timed out");
+  CHECK(r.failure() == "did not finish within 1 s (killed)");
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
   const pid_t background = std::stoi(r.out);
   CHECK(ends(background));

@@ -362,9 +362,9 @@ double combined_calibration(double at_init, double at_finalize) {
   return high <= low * (1 + kCalibrationAgreement) ? 0.5 * (low + high) : low;
 }
 
-// Rank r's calibration at MPI_Finalize from meta.json, or 0 if the trace has none.
-double calibration_at_finalize(const tr::TraceSet& trace, size_t r) {
-  const auto it = trace.meta.find("work_ns_per_unit_at_finalize");
+// Rank r's value of a per-rank calibration list in meta.json, or 0 if the trace has none.
+double meta_calibration(const tr::TraceSet& trace, const char* key, size_t r) {
+  const auto it = trace.meta.find(key);
   if (it == trace.meta.end() || !it->is_array() || it->size() != trace.ranks.size()) return 0;
   return (*it)[r].is_number() ? (*it)[r].get<double>() : 0;
 }
@@ -378,8 +378,9 @@ Result<Analysis> analyse(const tr::TraceSet& trace, const merge::MergedTrace& me
   if (out.world_size <= 0 || trace.ranks.size() != static_cast<size_t>(out.world_size))
     return Error{trace.dir, "empty trace: no ranks"};
 
-  // Calibration: a rank whose value from MPI_Init is missing or absurd uses the median of the
-  // others; each is then combined with the rank's value from MPI_Finalize, if there is one.
+  // Calibration: the probes of the whole run where the rank has them (enough of them: the
+  // tracer writes -1 otherwise); else the values from MPI_Init (a rank whose value is missing or
+  // absurd uses the median of the others) and MPI_Finalize, combined.
   std::vector<double> good;
   for (const tr::RankTrace& rt : trace.ranks)
     if (valid_calibration(rt.header.work_ns_per_unit)) good.push_back(rt.header.work_ns_per_unit);
@@ -390,8 +391,12 @@ Result<Analysis> analyse(const tr::TraceSet& trace, const merge::MergedTrace& me
   const double median = good[good.size() / 2];
   for (size_t r = 0; r < trace.ranks.size(); ++r) {
     const double ns = trace.ranks[r].header.work_ns_per_unit;
+    const double in_run = meta_calibration(trace, "work_ns_per_unit_in_run", r);
     out.ns_per_unit.push_back(
-        combined_calibration(valid_calibration(ns) ? ns : median, calibration_at_finalize(trace, r)));
+        valid_calibration(in_run)
+            ? in_run
+            : combined_calibration(valid_calibration(ns) ? ns : median,
+                                   meta_calibration(trace, "work_ns_per_unit_at_finalize", r)));
     if (!valid_calibration(ns))
       out.warnings.push_back(fmt::format(
           "rank {}: calibration {} ns per unit is unusable; the median {} is used", r, ns, median));

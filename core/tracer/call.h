@@ -208,8 +208,8 @@ inline Call::~Call() {
   const AuxCut cut = cut_aux_words(record_.function, s.aux.size());
   record_.aux_words = cut.kept;
   if (cut.lost_requests) s.untracked_requests += cut.lost_requests;
+  if (s.sampler.at_call(record_.t_end)) record_.t_end = now();  // a probe ran in this call
   s.writer.append(record_, s.aux.data(), record_.aux_words);
-  s.sampler.at_call(record_.t_end);
   g_recording = !s.finished;
 }
 

@@ -151,6 +151,10 @@ bool write_meta(const MetaInfo& info) {
     j << ",\n  \"work_ns_per_unit_at_finalize\": ";
     numbers(info.work_ns_per_unit_at_finalize);
   }
+  if (!info.work_ns_per_unit_in_run.empty()) {
+    j << ",\n  \"work_ns_per_unit_in_run\": ";
+    numbers(info.work_ns_per_unit_in_run);
+  }
   j << "\n}\n";
 
   const std::string text = j.str();

@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "proc_stats.h"
+#include "work.h"
 #include "trace/samples_format.h"
 
 namespace pskel::tracer {
@@ -109,13 +110,18 @@ void Sampler::give_up() {
   next_due_ns_ = std::numeric_limits<int64_t>::max();
 }
 
-void Sampler::due(int64_t now_ns, bool call_end) {
+bool Sampler::due(int64_t now_ns, bool call_end) {
   if (getpid() != owner_) {  // a child forked from the rank: the file is its parent's
     give_up();
-    return;
+    return false;
   }
+  bool probed = false;
   if (call_end && now_ns >= next_sample_ns_) {
     sample(now_ns);
+    if (fd_ >= 0 && probe_units_ > 0) {
+      probe();
+      probed = true;
+    }
   } else {
     const int64_t cpu_before = clock_ns(CLOCK_THREAD_CPUTIME_ID);
     note_run_delay(now_ns);
@@ -123,7 +129,41 @@ void Sampler::due(int64_t now_ns, bool call_end) {
   }
   // A full sample due at a call's start is taken at its end.
   if (fd_ >= 0) next_due_ns_ = std::min(next_sample_ns_, now_ns + kRunDelayStepNs);
+  return probed;
 }
+
+void Sampler::probe() {
+  const int64_t cpu_before = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+  const int64_t delay_before = read_run_delay();
+  const int64_t start = clock_ns(CLOCK_MONOTONIC);
+  static volatile double sink;
+  sink = pskel_work(probe_units_);
+  (void)sink;
+  int64_t ns = clock_ns(CLOCK_MONOTONIC) - start;
+  const int64_t delay_after = read_run_delay();
+  // Time the thread waited for a CPU is the node's load, as in the gaps (trace/gaps.h).
+  if (delay_before >= 0 && delay_after >= delay_before) ns -= delay_after - delay_before;
+  const double per_unit = static_cast<double>(ns) / static_cast<double>(probe_units_);
+  if (probes_ < kProbesKept) {
+    probe_ns_[probes_] = per_unit;
+  } else {  // keep a uniform sample of the whole run: probe i replaces one with chance kept/i
+    random_ ^= random_ << 13;
+    random_ ^= random_ >> 7;
+    random_ ^= random_ << 17;
+    const uint64_t slot = random_ % (probes_ + 1);
+    if (slot < kProbesKept) probe_ns_[slot] = per_unit;
+  }
+  ++probes_;
+  spent_ns_ += clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu_before;
+}
+
+double Sampler::probe_ns_per_unit() const {
+  double values[kProbesKept];
+  const size_t count = std::min<uint64_t>(probes_, kProbesKept);
+  std::copy(probe_ns_, probe_ns_ + count, values);
+  return probe_estimate(values, count);
+}
+
 
 int64_t Sampler::read_run_delay() {
   if (schedstat_fd_ < 0) return -1;

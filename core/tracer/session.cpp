@@ -14,6 +14,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -317,6 +318,8 @@ void start_session(FunctionId init_function, int64_t init_entry_mono) {
       dir + "/" + trace::kSamplesFilePrefix + std::to_string(s->rank);
   s->sampler.start(samples_path.c_str(), s->rank, run_id.c_str(), sample_interval_ms_from_env(),
                    now());
+  if (ns_per_unit > 0 && std::isfinite(ns_per_unit))
+    s->sampler.set_probe_units(static_cast<uint64_t>(kProbeSeconds * 1e9 / ns_per_unit) + 1);
 
   g_traced_thread = pthread_self();
   s->pid = getpid();
@@ -331,6 +334,7 @@ void end_session() {
   Session* s = g_session;
   g_recording = false;
   s->sampler.stop(entry_ns);
+  const double ns_per_unit_in_run = s->sampler.probe_ns_per_unit();
   append_plain_record(FunctionId::MPI_Finalize, entry_ns, entry_ns);
   s->writer.close(entry_ns, s->untraced_thread_calls, s->untracked_requests);
   const int failing = lowest_failing_rank(s->writer.failed() || s->writer.dropped() > 0);
@@ -347,6 +351,9 @@ void end_session() {
   s->meta.work_ns_per_unit_at_finalize.resize(static_cast<size_t>(s->size));
   PMPI_Gather(&ns_per_unit_at_finalize, 1, MPI_DOUBLE, s->meta.work_ns_per_unit_at_finalize.data(),
               1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  s->meta.work_ns_per_unit_in_run.resize(static_cast<size_t>(s->size));
+  PMPI_Gather(&ns_per_unit_in_run, 1, MPI_DOUBLE, s->meta.work_ns_per_unit_in_run.data(), 1,
+              MPI_DOUBLE, 0, MPI_COMM_WORLD);
   if (s->rank == 0) {
     s->meta.complete = failing < 0;
     s->meta.end_realtime_ns = realtime_ns();

@@ -54,6 +54,10 @@ class TracedAppsReportExactCalls(unittest.TestCase):
             for at_init, at_end in zip(meta["work_ns_per_unit"], meta["work_ns_per_unit_at_finalize"]):
                 self.assertGreater(at_init, 0)
                 self.assertLess(max(at_init, at_end) / min(at_init, at_end), 4.0)
+            # The probes' value: -1 where a rank had fewer than 10 (a run under a second).
+            self.assertEqual(len(meta["work_ns_per_unit_in_run"]), ranks)
+            for at_init, in_run in zip(meta["work_ns_per_unit"], meta["work_ns_per_unit_in_run"]):
+                self.assertTrue(in_run == -1 or 0.25 < in_run / at_init < 4.0, (at_init, in_run))
 
 
 def add_app_tests():
@@ -72,6 +76,29 @@ APP_LIST = add_app_tests()
 
 def ring(flavour):
     return APPS / f"ring.{flavour}"
+
+
+class CalibrationProbes(unittest.TestCase):
+    def test_probes_calibrate_inside_calls_and_leave_the_gaps_alone(self):
+        # Sampling every 5 ms, the 0.5 ms probes add 10 % to the run: had they landed in the
+        # compute gaps instead of inside the calls, the replay's compute would show it.
+        app = APPS / "stencil.mpich"
+        traced = {}
+        with tempfile.TemporaryDirectory() as tmp:
+            for interval in ("5", "0"):
+                out = pathlib.Path(tmp) / f"trace-{interval}"
+                r = run([PSKEL, "run", "-o", out, "--", *launcher("mpich", 2), app, "-n", "32",
+                         "-i", "1200", "-w", "1400"], env=mpi_env({"PSKEL_SAMPLE_MS": interval}))
+                self.assertEqual(r.returncode, 0, r.stderr)
+                sim = run([PSKEL, "simulate", "--json", out])
+                self.assertEqual(sim.returncode, 0, sim.stderr)
+                traced[interval] = (json.loads((out / "meta.json").read_text()),
+                                    json.loads(sim.stdout)["critical_path"]["compute_seconds"])
+        meta, compute = traced["5"]
+        for at_init, in_run in zip(meta["work_ns_per_unit"], meta["work_ns_per_unit_in_run"]):
+            self.assertLess(abs(in_run / at_init - 1), 0.2, (at_init, in_run))
+        self.assertEqual(traced["0"][0]["work_ns_per_unit_in_run"], [-1, -1])  # no sampling
+        self.assertLess(abs(compute / traced["0"][1] - 1), 0.05, (compute, traced["0"][1]))
 
 
 class BadTraceDirectories(unittest.TestCase):

@@ -241,15 +241,19 @@ TEST_CASE("write_meta writes a calibration that is not finite as null") {
   CHECK(j["work_ns_per_unit"] == nlohmann::json::parse("[null, null, 2.5]"));
 }
 
-TEST_CASE("write_meta writes the calibration at MPI_Finalize once there is one") {
+TEST_CASE("write_meta writes the calibrations of MPI_Finalize and of the probes once there are any") {
   TempDir dir;
   MetaInfo m = sample_meta(dir.path());
   REQUIRE(write_meta(m));
   CHECK_FALSE(read_json(dir.file("meta.json")).contains("work_ns_per_unit_at_finalize"));
+  CHECK_FALSE(read_json(dir.file("meta.json")).contains("work_ns_per_unit_in_run"));
   m.work_ns_per_unit_at_finalize = {1.5, std::numeric_limits<double>::quiet_NaN(), 0.25};
+  m.work_ns_per_unit_in_run = {1.25, -1, 0.5};
   REQUIRE(write_meta(m));
   CHECK(read_json(dir.file("meta.json"))["work_ns_per_unit_at_finalize"] ==
         nlohmann::json::parse("[1.5, null, 0.25]"));
+  CHECK(read_json(dir.file("meta.json"))["work_ns_per_unit_in_run"] ==
+        nlohmann::json::parse("[1.25, -1, 0.5]"));
 }
 
 TEST_CASE("write_meta replaces an existing meta.json") {

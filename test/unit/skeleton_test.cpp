@@ -119,6 +119,19 @@ TEST_CASE("skeleton: the calibrations of MPI_Init and MPI_Finalize are combined"
   CHECK(s.description["work_ns_per_unit"][0] == doctest::Approx(2.5));
 }
 
+TEST_CASE("skeleton: the calibration probes of the whole run come first where a rank has them") {
+  auto w = halo_ring(2, 10, 5000);
+  Built b = build(w, 2.5);
+  b.trace.meta["work_ns_per_unit_at_finalize"] = {2.54, 3.5};
+  b.trace.meta["work_ns_per_unit_in_run"] = {2.6, -1};  // rank 1 had too few probes
+  sk::Skeleton s = generate(b);
+  CHECK(s.description["work_ns_per_unit"][0] == doctest::Approx(2.6));
+  CHECK(s.description["work_ns_per_unit"][1] == doctest::Approx(2.5));  // MPI_Init and _Finalize
+  b.trace.meta["work_ns_per_unit_in_run"] = {2.6};  // wrong length: not used
+  s = generate(b);
+  CHECK(s.description["work_ns_per_unit"][0] == doctest::Approx(2.52));
+}
+
 TEST_CASE("skeleton: --scale K divides the dominant loop; the runtime weights it back by N/run") {
   auto w = halo_ring(2, 400);
   const sk::Skeleton s = generate(build(w), 10);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "proc_stats.h"
+#include "sampler.h"
 #include "scratch_dir.h"
 #include "timeline/aggregate.h"
 #include "timeline/page.h"
@@ -432,6 +433,19 @@ TEST_CASE("SchedstatGivesTheRunQueueDelayOrMinusOne") {
   CHECK(pskel::tracer::parse_schedstat_run_delay_ns("", 0) == -1);
   CHECK(pskel::tracer::parse_schedstat_run_delay_ns("x", 1) == -1);
   CHECK(pskel::tracer::parse_schedstat_run_delay_ns("123", 3) == -1);   // no second field
+}
+
+TEST_CASE("CalibrationProbesGiveTheirMeanWithoutTheHighestTwentieth") {
+  std::vector<double> probes(40, 200.0);
+  probes[3] = 4000.0;  // preempted by the host during these two: the top 2 of 40 are left out
+  probes[17] = 5000.0;
+  probes[20] = 210.0;
+  CHECK(pskel::tracer::probe_estimate(probes.data(), probes.size()) ==
+        doctest::Approx((37 * 200.0 + 210.0) / 38));
+  std::vector<double> few(pskel::tracer::kMinProbes - 1, 200.0);
+  CHECK(pskel::tracer::probe_estimate(few.data(), few.size()) == -1);
+  few.push_back(300.0);  // ten: none left out
+  CHECK(pskel::tracer::probe_estimate(few.data(), few.size()) == doctest::Approx(210.0));
 }
 
 }  // TEST_SUITE

@@ -11,8 +11,8 @@
 #include <limits>
 
 #include "proc_stats.h"
-#include "work.h"
 #include "trace/samples_format.h"
+#include "work.h"
 
 namespace pskel::tracer {
 namespace {
@@ -143,6 +143,8 @@ void Sampler::probe() {
   const int64_t delay_after = read_run_delay();
   // Time the thread waited for a CPU is the node's load, as in the gaps (trace/gaps.h).
   if (delay_before >= 0 && delay_after >= delay_before) ns -= delay_after - delay_before;
+  spent_ns_ += clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu_before;
+  if (ns <= 0) return;  // clocks that disagree: no measurement
   const double per_unit = static_cast<double>(ns) / static_cast<double>(probe_units_);
   if (probes_ < kProbesKept) {
     probe_ns_[probes_] = per_unit;
@@ -154,7 +156,6 @@ void Sampler::probe() {
     if (slot < kProbesKept) probe_ns_[slot] = per_unit;
   }
   ++probes_;
-  spent_ns_ += clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu_before;
 }
 
 double Sampler::probe_ns_per_unit() const {
@@ -163,7 +164,6 @@ double Sampler::probe_ns_per_unit() const {
   std::copy(probe_ns_, probe_ns_ + count, values);
   return probe_estimate(values, count);
 }
-
 
 int64_t Sampler::read_run_delay() {
   if (schedstat_fd_ < 0) return -1;

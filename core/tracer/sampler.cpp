@@ -159,7 +159,7 @@ void Sampler::probe() {
 }
 
 double Sampler::probe_ns_per_unit() const {
-  double values[kProbesKept];
+  double values[kProbesKept] = {};
   const size_t count = std::min<uint64_t>(probes_, kProbesKept);
   std::copy(probe_ns_, probe_ns_ + count, values);
   return probe_estimate(values, count);

@@ -82,16 +82,18 @@ class Sampler {
   uint64_t random_ = 0x9e3779b97f4a7c15u;
 };
 
-// The calibration from probes' ns per unit: the mean without the highest 5 % (a probe during
-// which the host preempted the VM counts 20x; measured on a VM, the plain mean scattered 2.5 %
-// between runs, this 0.8 %), or -1 for fewer than kMinProbes. Sorts `values`.
+// The calibration from probes' ns per unit: their mean, each capped at twice their median, or
+// -1 for fewer than kMinProbes. A probe during which the host preempted the VM counts up to 20x:
+// the plain mean scattered 2.5 % between 4 s blocks of compute on a VM; leaving the highest 5 %
+// out, 0.8 % but 1.2 % below what the blocks paid (their preemptions); capped, 0.9 % and 0.4 %
+// below (docs/skeleton.md). Sorts `values`.
 inline double probe_estimate(double* values, size_t count) {
   if (count < kMinProbes) return -1;
   std::sort(values, values + count);
-  const size_t kept = count - count / 20;
+  const double median = count % 2 ? values[count / 2] : 0.5 * (values[count / 2 - 1] + values[count / 2]);
   double sum = 0;
-  for (size_t i = 0; i < kept; ++i) sum += values[i];
-  return sum / static_cast<double>(kept);
+  for (size_t i = 0; i < count; ++i) sum += std::min(values[i], 2 * median);
+  return sum / static_cast<double>(count);
 }
 
 // The interval from PSKEL_SAMPLE_MS: the default if unset or not a number, 0 (off) if it says

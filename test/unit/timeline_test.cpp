@@ -435,16 +435,16 @@ TEST_CASE("SchedstatGivesTheRunQueueDelayOrMinusOne") {
   CHECK(pskel::tracer::parse_schedstat_run_delay_ns("123", 3) == -1);   // no second field
 }
 
-TEST_CASE("CalibrationProbesGiveTheirMeanWithoutTheHighestTwentieth") {
+TEST_CASE("CalibrationProbesGiveTheirMeanEachCappedAtTwiceTheMedian") {
   std::vector<double> probes(40, 200.0);
-  probes[3] = 4000.0;  // preempted by the host during these two: the top 2 of 40 are left out
+  probes[3] = 4000.0;  // preempted by the host during these two: each counts as 400
   probes[17] = 5000.0;
-  probes[20] = 210.0;
+  probes[20] = 300.0;  // slow, under the cap: counted as it is
   CHECK(pskel::tracer::probe_estimate(probes.data(), probes.size()) ==
-        doctest::Approx((37 * 200.0 + 210.0) / 38));
+        doctest::Approx((37 * 200.0 + 300.0 + 2 * 400.0) / 40));
   std::vector<double> few(pskel::tracer::kMinProbes - 1, 200.0);
   CHECK(pskel::tracer::probe_estimate(few.data(), few.size()) == -1);
-  few.push_back(300.0);  // ten: none left out
+  few.push_back(300.0);  // ten, an even count: the median is the mean of the middle two
   CHECK(pskel::tracer::probe_estimate(few.data(), few.size()) == doctest::Approx(210.0));
 }
 

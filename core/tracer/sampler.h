@@ -90,7 +90,8 @@ class Sampler {
 inline double probe_estimate(double* values, size_t count) {
   if (count < kMinProbes) return -1;
   std::sort(values, values + count);
-  const double median = count % 2 ? values[count / 2] : 0.5 * (values[count / 2 - 1] + values[count / 2]);
+  const size_t mid = count / 2;
+  const double median = count % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
   double sum = 0;
   for (size_t i = 0; i < count; ++i) sum += std::min(values[i], 2 * median);
   return sum / static_cast<double>(count);

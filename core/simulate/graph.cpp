@@ -101,7 +101,7 @@ class Builder {
   explicit Builder(const tr::TraceSet& trace) : trace_(trace) {
     g_.world_size = static_cast<int>(trace.ranks.size());
     g_.ops.resize(trace.ranks.size());
-    for (const tr::RankTrace& rank : trace.ranks) g_.run_delay.emplace_back(rank.run_delay);
+    for (const tr::RankTrace& rank : trace.ranks) g_.lost_time.emplace_back(rank);
   }
 
   Graph build() {
@@ -229,7 +229,7 @@ class Builder {
     RankState s;
     s.rank = rank;
     std::vector<Op>& ops = g_.ops[static_cast<size_t>(rank)];
-    const std::vector<int64_t> gaps = tr::compute_gaps(t, g_.run_delay[static_cast<size_t>(rank)]);
+    const std::vector<int64_t> gaps = tr::compute_gaps(t, g_.lost_time[static_cast<size_t>(rank)]);
     bool first = true;
     for (size_t i = 0; i < t.records.size(); ++i) {
       const tr::Record& r = t.records[i];

@@ -100,16 +100,17 @@ struct Graph {
   uint64_t unmatched_sends = 0, unmatched_receives = 0, incomplete_collectives = 0;
   uint64_t unmodelled_calls = 0;
   std::vector<std::string> warnings;
-  // Per rank, its wait for a CPU over the trace (trace/gaps.h): taken out of every traced
-  // duration the model and the replay use, as it is out of the gaps.
-  std::vector<trace::RunDelayCurve> run_delay;
+  // Per rank, the time it lost to what is not the program (its wait for a CPU, the tracer's
+  // probes: trace/gaps.h): taken out of every traced duration the model and the replay use, as
+  // it is out of the gaps.
+  std::vector<trace::LostTimeCurve> lost_time;
 
-  // The traced time [from, to] of `rank`, less the time it waited for a CPU within it.
+  // The traced time [from, to] of `rank`, less the time it lost within it.
   double busy_ns(int32_t rank, int64_t from, int64_t to) const {
     if (to <= from) return 0;
     const auto r = static_cast<size_t>(rank);
-    const int64_t waited = r < run_delay.size() ? run_delay[r].between(from, to) : 0;
-    return static_cast<double>(std::max<int64_t>(0, to - from - waited));
+    const int64_t lost = r < lost_time.size() ? lost_time[r].between(from, to) : 0;
+    return static_cast<double>(std::max<int64_t>(0, to - from - lost));
   }
   double busy_ns(int32_t rank, const Op& op) const { return busy_ns(rank, op.traced_start, op.traced_end); }
 

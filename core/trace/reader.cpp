@@ -171,7 +171,10 @@ Result<TraceSet> read_trace_dir(const std::string& dir, const ReadOptions& optio
     if (!samples)
       return Error{samples.error().file,
                    samples.error().what + " (move it away to use the trace without its samples)"};
-    if (samples.value()) rank.value().run_delay = std::move(samples.value()->run_delay);
+    if (samples.value()) {
+      rank.value().run_delay = std::move(samples.value()->run_delay);
+      rank.value().probes = std::move(samples.value()->probes);
+    }
     set.ranks.push_back(std::move(rank).value());
   }
   return set;

@@ -27,8 +27,10 @@ struct RankTrace {
   // Records of function ids this reader's table lacks (from a newer tracer): skipped, not in
   // `records`; end.records counts them too.
   uint64_t unknown_records = 0;
-  // From DIR/samples.<N> when read_trace_dir found one with run-queue delays; else empty.
+  // From DIR/samples.<N> when read_trace_dir found one with run-queue delays or calibration
+  // probes; else empty. Time in the gaps that was not the program's (trace/gaps.h).
   std::vector<RunDelayPoint> run_delay;
+  std::vector<ProbePoint> probes;
 
   std::span<const int64_t> aux_of(size_t record) const {
     return {aux.data() + aux_begin[record], records[record].aux_words};

@@ -41,6 +41,7 @@ std::string check_header(std::string_view line, int rank, std::string_view run_i
   if (!version || *version < 1 || *version > kSamplesVersion)
     return fmt::format("unsupported sample file version {} (this pskel reads 1 to {})", words[1],
                        kSamplesVersion);
+  out.version = static_cast<int>(*version);
   out.columns = *version == 1 ? kSampleColumnsV1 : kSampleColumns;
   if (parse_int(words[2]) != rank)
     return fmt::format("holds rank {}, expected rank {}", words[2], rank);
@@ -52,24 +53,33 @@ std::string check_header(std::string_view line, int rank, std::string_view run_i
   return "";
 }
 
-// The time of the latest line of either kind (lines of both kinds are in one time order), or
-// the lowest int64 before the first.
+// The time of the latest line of any kind (lines of all kinds are in one time order), or the
+// lowest int64 before the first.
 int64_t latest_t_ns(const SampleSeries& out) {
   int64_t latest = std::numeric_limits<int64_t>::min();
   if (!out.samples.empty()) latest = out.samples.back().t_ns;
   if (!out.run_delay.empty()) latest = std::max(latest, out.run_delay.back().t_ns);
+  if (!out.probes.empty()) latest = std::max(latest, out.probes.back().t_ns);
   return latest;
 }
 
 // "d <t_ns> <run_delay_ns>": the run-queue delay alone, written between samples when it grew.
-std::string parse_delay_line(std::string_view line, SampleSeries& out) {
+// "p <t_ns> <probe_ns>": a calibration probe. Both are a time and a value >= 0.
+std::string parse_time_value_line(std::string_view line, SampleSeries& out) {
+  const bool delay_line = line[0] == 'd';
   const auto words = split_words(line);
-  if (words.size() != 3) return fmt::format("has {} words, expected d, time and delay", words.size());
+  if (words.size() != 3)
+    return fmt::format("has {} words, expected {}, time and {}", words.size(), line[0],
+                       delay_line ? "delay" : "ns");
   const auto t = parse_int(words[1]);
-  const auto delay = parse_int(words[2]);
-  if (!t || !delay || *t < 0 || *delay < 0) return fmt::format("bad run-queue delay line '{}'", line);
+  const auto value = parse_int(words[2]);
+  if (!t || !value || *t < 0 || *value < 0)
+    return fmt::format("bad {} line '{}'", delay_line ? "run-queue delay" : "probe", line);
   if (*t < latest_t_ns(out)) return "goes back in time";
-  out.run_delay.push_back({*t, *delay});
+  if (delay_line)
+    out.run_delay.push_back({*t, *value});
+  else
+    out.probes.push_back({*t, *value});
   return "";
 }
 
@@ -110,8 +120,9 @@ Result<SampleSeries> parse_samples(std::string_view text, const std::string& nam
     } else if (line.starts_with("#")) {
       constexpr std::string_view kCost = "# sampler_cpu_ns ";
       if (line.starts_with(kCost)) out.sampler_cpu_ns = parse_int(line.substr(kCost.size())).value_or(-1);
-    } else if (line.starts_with("d ") && out.columns == kSampleColumns) {
-      problem = parse_delay_line(line, out);
+    } else if ((line.starts_with("d ") && out.version >= 2) ||
+               (line.starts_with("p ") && out.version >= 3)) {
+      problem = parse_time_value_line(line, out);
     } else {
       problem = parse_sample_line(line, out);
     }

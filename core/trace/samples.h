@@ -36,12 +36,21 @@ struct RunDelayPoint {
   int64_t delay_ns = 0;
 };
 
+// A calibration probe the tracer ran at a call's end (docs/trace-format.md §10): ns of work it
+// did from t_ns on, in the compute gap after that call (trace/gaps.h takes it out).
+struct ProbePoint {
+  int64_t t_ns = 0;
+  int64_t ns = 0;
+};
+
 struct SampleSeries {
   int rank = 0;
   int interval_ms = 0;
+  int version = kSamplesVersion;
   int columns = kSampleColumns;          // per line: kSampleColumnsV1 in a version 1 file
   std::vector<ResourceSample> samples;   // in time order
   std::vector<RunDelayPoint> run_delay;  // in time order: every known value, from both kinds of line
+  std::vector<ProbePoint> probes;        // in time order (version 3)
   int64_t sampler_cpu_ns = -1;           // the sampler thread's own CPU time, if it ended
 };
 

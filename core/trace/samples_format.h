@@ -7,7 +7,8 @@ namespace pskel::trace {
 
 inline constexpr char kSamplesFilePrefix[] = "samples.";   // samples.<N>, N in decimal
 inline constexpr char kSamplesMagic[] = "pskel-samples";   // first word of the header line
-inline constexpr int kSamplesVersion = 2;
+// 3: adds "p" lines (calibration probes); 2: adds "d" lines and column 8; 1: neither.
+inline constexpr int kSamplesVersion = 3;
 // Columns of a sample line, in order; a value the sampler could not read is -1. Version 1 files
 // (7 columns) lack the last one, the traced thread's run-queue delay.
 inline constexpr int kSampleColumns = 8;

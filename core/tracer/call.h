@@ -208,7 +208,7 @@ inline Call::~Call() {
   const AuxCut cut = cut_aux_words(record_.function, s.aux.size());
   record_.aux_words = cut.kept;
   if (cut.lost_requests) s.untracked_requests += cut.lost_requests;
-  if (s.sampler.at_call(record_.t_end)) record_.t_end = now();  // a probe ran in this call
+  s.sampler.at_call_end(record_.t_end);
   s.writer.append(record_, s.aux.data(), record_.aux_words);
   g_recording = !s.finished;
 }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -106,22 +107,18 @@ void Sampler::give_up() {
   if (fd_ >= 0) ::close(fd_);
   if (schedstat_fd_ >= 0) ::close(schedstat_fd_);
   fd_ = schedstat_fd_ = -1;
-  delay_bytes_ = 0;
+  line_bytes_ = 0;
   next_due_ns_ = std::numeric_limits<int64_t>::max();
 }
 
-bool Sampler::due(int64_t now_ns, bool call_end) {
+void Sampler::due(int64_t now_ns, bool call_end) {
   if (getpid() != owner_) {  // a child forked from the rank: the file is its parent's
     give_up();
-    return false;
+    return;
   }
-  bool probed = false;
   if (call_end && now_ns >= next_sample_ns_) {
     sample(now_ns);
-    if (fd_ >= 0 && probe_units_ > 0) {
-      probe();
-      probed = true;
-    }
+    if (fd_ >= 0 && probe_units_ > 0) probe(now_ns);
   } else {
     const int64_t cpu_before = clock_ns(CLOCK_THREAD_CPUTIME_ID);
     note_run_delay(now_ns);
@@ -129,10 +126,16 @@ bool Sampler::due(int64_t now_ns, bool call_end) {
   }
   // A full sample due at a call's start is taken at its end.
   if (fd_ >= 0) next_due_ns_ = std::min(next_sample_ns_, now_ns + kRunDelayStepNs);
-  return probed;
 }
 
-void Sampler::probe() {
+void Sampler::size_probes(double ns_per_unit) {
+  // A unit takes ~200 ns here; under 1 ns is a clock's mistake, and would make probes long.
+  probe_units_ = ns_per_unit >= 1 && std::isfinite(ns_per_unit)
+                     ? static_cast<uint64_t>(kProbeSeconds * 1e9 / ns_per_unit) + 1
+                     : 0;
+}
+
+void Sampler::probe(int64_t now_ns) {
   const int64_t cpu_before = clock_ns(CLOCK_THREAD_CPUTIME_ID);
   const int64_t delay_before = read_run_delay();
   const int64_t start = clock_ns(CLOCK_MONOTONIC);
@@ -145,6 +148,7 @@ void Sampler::probe() {
   if (delay_before >= 0 && delay_after >= delay_before) ns -= delay_after - delay_before;
   spent_ns_ += clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu_before;
   if (ns <= 0) return;  // clocks that disagree: no measurement
+  append_line('p', now_ns, ns);
   const double per_unit = static_cast<double>(ns) / static_cast<double>(probe_units_);
   if (probes_ < kProbesKept) {
     probe_ns_[probes_] = per_unit;
@@ -186,32 +190,31 @@ void Sampler::note_run_delay(int64_t now_ns) {
   }
   // A wait happened since the last reading: write that reading too, unless it was written,
   // so that readers do not spread the wait back over the quiet time before it.
-  if (last_reading_ns_ > last_written_ns_) append_delay_line(last_reading_ns_, last_run_delay_);
-  append_delay_line(now_ns, delay);
+  if (last_reading_ns_ > last_written_ns_) append_line('d', last_reading_ns_, last_run_delay_);
+  append_line('d', now_ns, delay);
   last_run_delay_ = delay;
   last_reading_ns_ = last_written_ns_ = now_ns;
 }
 
-void Sampler::append_delay_line(int64_t t_ns, int64_t delay) {
-  if (sizeof delay_lines_ - delay_bytes_ < 48 && !flush_delay_lines()) return;
-  const int n = std::snprintf(delay_lines_ + delay_bytes_, sizeof delay_lines_ - delay_bytes_,
-                              "d %lld %lld\n", static_cast<long long>(t_ns),
-                              static_cast<long long>(delay));
-  if (n > 0 && static_cast<size_t>(n) < sizeof delay_lines_ - delay_bytes_)
-    delay_bytes_ += static_cast<size_t>(n);
+void Sampler::append_line(char kind, int64_t t_ns, int64_t value) {
+  if (sizeof lines_ - line_bytes_ < 48 && !flush_lines()) return;
+  const int n = std::snprintf(lines_ + line_bytes_, sizeof lines_ - line_bytes_, "%c %lld %lld\n",
+                              kind, static_cast<long long>(t_ns), static_cast<long long>(value));
+  if (n > 0 && static_cast<size_t>(n) < sizeof lines_ - line_bytes_)
+    line_bytes_ += static_cast<size_t>(n);
 }
 
-bool Sampler::flush_delay_lines() {
-  if (delay_bytes_ == 0) return true;
-  const bool ok = write_all(fd_, delay_lines_, delay_bytes_);
-  delay_bytes_ = 0;
+bool Sampler::flush_lines() {
+  if (line_bytes_ == 0) return true;
+  const bool ok = write_all(fd_, lines_, line_bytes_);
+  line_bytes_ = 0;
   if (!ok) give_up();  // sampling ends; the trace itself is not affected
   return ok;
 }
 
 void Sampler::sample(int64_t now_ns) {
   const int64_t cpu_before = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-  if (!flush_delay_lines()) return;  // they are older than this sample
+  if (!flush_lines()) return;  // they are older than this sample
   char buf[1024];
   const int64_t cpu_ns = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
   size_t n = read_proc_file("/proc/self/statm", buf, sizeof buf);

@@ -8,8 +8,9 @@
 // and throws nothing; a /proc file it cannot read gives -1 in that column, a file it cannot
 // write ends the sampling. Used by the traced thread only.
 // With each full sample it also runs a calibration probe: 0.5 ms of the work kernel
-// (skeletons/work.h) inside the call it follows, so that the calibration of the trace is
-// measured in the conditions of the whole run, not of two 18 ms moments (docs/skeleton.md).
+// (skeletons/work.h) after the call it follows, so that the calibration of the trace is
+// measured in the conditions of the whole run, not of two 18 ms moments (docs/skeleton.md); a
+// "p" line says when and how long, so that readers take it out of the gap it fell in.
 #pragma once
 
 #include <sys/types.h>
@@ -41,12 +42,12 @@ class Sampler {
   void at_call_start(int64_t now_ns) {
     if (now_ns >= next_due_ns_) due(now_ns, false);
   }
-  // Returns true when a calibration probe ran: the call then ends now, not at now_ns.
-  bool at_call(int64_t now_ns) {
-    return now_ns >= next_due_ns_ && due(now_ns, true);
+  void at_call_end(int64_t now_ns) {
+    if (now_ns >= next_due_ns_) due(now_ns, true);
   }
-  // Units of work per probe (the MPI_Init calibration's worth of kProbeSeconds); 0: no probes.
-  void set_probe_units(uint64_t units) { probe_units_ = units; }
+  // Sizes each probe to kProbeSeconds by the MPI_Init calibration (ns per unit of work); a
+  // value under 1 ns or not a number leaves the probes off.
+  void size_probes(double ns_per_unit);
   // ns per unit of work over the run from the probes (see probe_estimate), or -1.
   double probe_ns_per_unit() const;
   // A last sample and the sampler's own cost; closes the file. Idempotent. In a child forked
@@ -54,13 +55,13 @@ class Sampler {
   void stop(int64_t now_ns);
 
  private:
-  bool due(int64_t now_ns, bool call_end);
-  void probe();
+  void due(int64_t now_ns, bool call_end);
+  void probe(int64_t now_ns);
   void sample(int64_t now_ns);
   int64_t read_run_delay();
   void note_run_delay(int64_t now_ns);
-  void append_delay_line(int64_t t_ns, int64_t delay);
-  bool flush_delay_lines();
+  void append_line(char kind, int64_t t_ns, int64_t value);
+  bool flush_lines();
   void give_up();
 
   int64_t next_due_ns_ = std::numeric_limits<int64_t>::max();  // max: not sampling
@@ -70,8 +71,8 @@ class Sampler {
   int64_t last_run_delay_ = -1;   // the last value read
   int64_t last_reading_ns_ = 0;   // when it was last read (it may have been read unchanged since
   int64_t last_written_ns_ = 0;   // it was last written)
-  char delay_lines_[4096];        // "d <t_ns> <run_delay_ns>" lines not written yet
-  size_t delay_bytes_ = 0;
+  char lines_[4096];              // "d" and "p" lines not written yet
+  size_t line_bytes_ = 0;
   int64_t spent_ns_ = 0;          // CPU time of the traced thread spent sampling
   int fd_ = -1;
   pid_t owner_ = 0;               // the process that opened the file

@@ -318,8 +318,7 @@ void start_session(FunctionId init_function, int64_t init_entry_mono) {
       dir + "/" + trace::kSamplesFilePrefix + std::to_string(s->rank);
   s->sampler.start(samples_path.c_str(), s->rank, run_id.c_str(), sample_interval_ms_from_env(),
                    now());
-  if (ns_per_unit > 0 && std::isfinite(ns_per_unit))
-    s->sampler.set_probe_units(static_cast<uint64_t>(kProbeSeconds * 1e9 / ns_per_unit) + 1);
+  s->sampler.size_probes(ns_per_unit);
 
   g_traced_thread = pthread_self();
   s->pid = getpid();

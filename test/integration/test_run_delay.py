@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Run-queue delay (docs/trace-format.md §10, core/trace/gaps.h): ring on 2 MPICH ranks traced
 while two busy processes compete for the machine's cores, and again without them. The samples
-files hold the delay (version 2, 8 columns, "d" lines), it agrees with what the kernel's CPU
+files hold the delay (version 3, 8 columns, "d" lines; "p" lines are the calibration probes), it agrees with what the kernel's CPU
 accounting leaves over, `pskel info` reports it, and the compute pskel derives from the trace
 shrinks by it (`pskel simulate`'s critical-path compute, samples present vs moved away)."""
 import json
@@ -32,7 +32,7 @@ def read_samples(trace_dir, rank):
     lines = (pathlib.Path(trace_dir) / f"samples.{rank}").read_text().splitlines()
     samples, delays = [], []
     for line in lines[1:]:
-        if line.startswith("#"):
+        if line.startswith("#") or line.startswith("p "):
             continue
         words = line.split(" ")
         if words[0] == "d":
@@ -85,11 +85,11 @@ class RunDelay(unittest.TestCase):
     def tearDownClass(cls):
         cls.tmp.cleanup()
 
-    def test_samples_files_are_version_2_with_run_queue_delays(self):
+    def test_samples_files_are_version_3_with_run_queue_delays(self):
         for rank in range(RANKS):
             with self.subTest(rank=rank):
                 header, samples, delays = read_samples(self.busy, rank)
-                self.assertEqual(header[:3], ["pskel-samples", "2", str(rank)])
+                self.assertEqual(header[:3], ["pskel-samples", "3", str(rank)])
                 self.assertGreaterEqual(len(samples), 2)
                 for line in samples:
                     self.assertEqual(len(line), 8, line)

@@ -7,6 +7,7 @@ import json
 import os
 import pathlib
 import shutil
+import statistics
 import subprocess
 import tempfile
 import unittest
@@ -79,9 +80,10 @@ def ring(flavour):
 
 
 class CalibrationProbes(unittest.TestCase):
-    def test_probes_calibrate_inside_calls_and_leave_the_gaps_alone(self):
-        # Sampling every 5 ms, the 0.5 ms probes add 10 % to the run: had they landed in the
-        # compute gaps instead of inside the calls, the replay's compute would show it.
+    def test_probes_calibrate_and_are_taken_out_of_the_gaps(self):
+        # Sampling every 5 ms, the 0.5 ms probes add 10 % to the run, in the compute gaps after
+        # the calls they follow: had the readers not taken them out, the replay's compute would
+        # show it.
         app = APPS / "stencil.mpich"
         traced = {}
         with tempfile.TemporaryDirectory() as tmp:
@@ -94,6 +96,13 @@ class CalibrationProbes(unittest.TestCase):
                 self.assertEqual(sim.returncode, 0, sim.stderr)
                 traced[interval] = (json.loads((out / "meta.json").read_text()),
                                     json.loads(sim.stdout)["critical_path"]["compute_seconds"])
+                if interval == "5":  # each probe has its "p <t_ns> <ns>" line
+                    lines = (out / "samples.0").read_text().splitlines()
+                    probes = [l.split() for l in lines if l.startswith("p ")]
+                    samples = [l for l in lines[1:] if l[0].isdigit()]
+                    self.assertGreater(len(probes), 0.5 * len(samples), len(samples))
+                    median_ns = statistics.median(int(ns) for _, _, ns in probes)
+                    self.assertLess(abs(median_ns / 5e5 - 1), 0.5, median_ns)
         meta, compute = traced["5"]
         for at_init, in_run in zip(meta["work_ns_per_unit"], meta["work_ns_per_unit_in_run"]):
             self.assertLess(abs(in_run / at_init - 1), 0.2, (at_init, in_run))

@@ -1,6 +1,6 @@
-// Compute gaps less the run-queue delay (core/trace/gaps): RunDelayCurve, compute_gaps and
-// run_delay_fraction on rank traces built by hand, and read_trace_dir taking the delay from a
-// trace directory's samples.<N> files.
+// Compute gaps less the time lost to the run queue and to the tracer's calibration probes
+// (core/trace/gaps): LostTimeCurve, compute_gaps and run_delay_fraction on rank traces built by
+// hand, and read_trace_dir taking both from a trace directory's samples.<N> files.
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -109,12 +109,41 @@ TEST_CASE("a pseudo-record or a record of an unknown function has no gap and doe
   CHECK(tr::compute_gaps(rank) == std::vector<int64_t>{50, 0, 300 - 100, 0, 600 - 400});
 }
 
-TEST_CASE("RunDelayCurve ignores unread delays and never decreases") {
+TEST_CASE("a calibration probe is taken out of the gap after the call it followed, not the call") {
+  // The probe starts where the Send ends (t = 200) and did 100 ns of work.
+  const std::vector<tr::ProbePoint> probes = {{200, 100}};
+  tr::RankTrace rank;
+  rank.probes = probes;
+  call(rank, Fn::MPI_Send, 0, 200);
+  call(rank, Fn::MPI_Recv, 600, 700);
+  CHECK(tr::compute_gaps(rank) == std::vector<int64_t>{0, 400 - 100});
+  const tr::LostTimeCurve lost(rank);
+  CHECK(lost.between(0, 200) == 0);      // the Send's own time
+  CHECK(lost.between(200, 600) == 100);
+  CHECK(lost.between(201, 600) == 0);
+  // With a run-queue delay as well, the gap loses both.
+  rank.run_delay = {{0, 0}, {1000, 500}};
+  CHECK(tr::compute_gaps(rank) == std::vector<int64_t>{0, 400 - 200 - 100});
+  CHECK(tr::run_delay_fraction(rank) == doctest::Approx(0.5));  // the probes are not a wait
+}
+
+TEST_CASE("LostTimeCurve sums the probes before a time, skipping empty ones and ones out of order") {
+  const std::vector<tr::ProbePoint> probes = {{100, 10}, {100, 20}, {300, 0}, {400, 80}, {350, 40}};
+  const tr::LostTimeCurve lost({}, probes);
+  CHECK(lost.at(100) == 0);
+  CHECK(lost.at(101) == 30);
+  CHECK(lost.at(400) == 30);    // {300, 0} is empty
+  CHECK(lost.at(1000) == 110);  // {350, 40} goes back in time and is dropped
+  CHECK(lost.at(401) == 110);
+  CHECK(lost.between(0, 1000) == 110);
+  CHECK(lost.last_run_delay_t_ns() == 0);
+}
+
+TEST_CASE("LostTimeCurve ignores unread delays and never decreases") {
   const std::vector<tr::RunDelayPoint> points = {
       {0, 0}, {100, -1}, {200, 100}, {300, 50}, {250, 400}, {400, 200}};
-  const tr::RunDelayCurve curve(points);
-  CHECK(!curve.empty());
-  CHECK(curve.last_t_ns() == 400);
+  const tr::LostTimeCurve curve(points, {});
+  CHECK(curve.last_run_delay_t_ns() == 400);
   CHECK(curve.at(-5) == 0);      // constant before the first point
   CHECK(curve.at(100) == 50);    // the -1 at t = 100 is skipped: halfway from 0 to 100
   CHECK(curve.at(200) == 100);
@@ -133,14 +162,14 @@ TEST_CASE("RunDelayCurve ignores unread delays and never decreases") {
   CHECK(curve.between(200, 200) == 0);
 }
 
-TEST_CASE("an empty RunDelayCurve is 0 everywhere") {
-  const tr::RunDelayCurve none;
-  CHECK(none.empty());
+TEST_CASE("an empty LostTimeCurve is 0 everywhere") {
+  const tr::LostTimeCurve none;
   CHECK(none.at(12345) == 0);
   CHECK(none.between(0, 12345) == 0);
+  CHECK(none.last_run_delay_t_ns() == 0);
   const std::vector<tr::RunDelayPoint> unread = {{10, -1}, {20, -1}};
-  const tr::RunDelayCurve all_unread(unread);
-  CHECK(all_unread.empty());
+  const tr::LostTimeCurve all_unread(unread, {});
+  CHECK(all_unread.last_run_delay_t_ns() == 0);
   CHECK(all_unread.between(0, 30) == 0);
 }
 
@@ -197,6 +226,25 @@ TEST_CASE("read_trace_dir takes each rank's run-queue delay from its samples fil
   REQUIRE(summary.run_delay_fraction.size() == 2);
   CHECK(summary.run_delay_fraction[0] == doctest::Approx(0.25));
   CHECK(summary.run_delay_fraction[1] == 0.0);
+}
+
+TEST_CASE("read_trace_dir takes each rank's calibration probes from a version 3 samples file") {
+  TempDir dir;
+  write_trace(dir, 1);
+  // Probes at the ends of the first two calls (t = 1500, 2500): 100 and 200 ns.
+  write_text(dir.file("samples.0"), samples_header(0, 3) +
+                                        "0 1 2 3 4 5 6 0\n"
+                                        "1500 1 2 3 4 5 6 0\n"
+                                        "p 1500 100\n"
+                                        "2500 1 2 3 4 5 6 0\n"
+                                        "p 2500 200\n");
+  auto set = tr::read_trace_dir(dir.path());
+  REQUIRE_MESSAGE(set.ok(), set.error().line());
+  const tr::RankTrace& rank0 = set.value().ranks[0];
+  REQUIRE(rank0.probes.size() == 2);
+  CHECK(rank0.probes[1].t_ns == 2500);
+  CHECK(rank0.probes[1].ns == 200);
+  CHECK(tr::compute_gaps(rank0) == std::vector<int64_t>{1000, 500 - 100, 500 - 200});
 }
 
 TEST_CASE("a version 1 samples file in a trace directory gives no run-queue delay") {

@@ -365,6 +365,27 @@ TEST_CASE("AVersion2SampleFileGivesRunQueueDelaysFromSamplesAndDLinesInTimeOrder
   }
 }
 
+TEST_CASE("AVersion3SampleFileGivesCalibrationProbesFromPLines") {
+  const std::string text =
+      "pskel-samples 3 0 run-x 100\n"
+      "5 10 4096 1 2 3 4 70\n"
+      "p 5 500000\n"
+      "d 40 90\n"
+      "105 20 4096 1 2 3 4 150\n"
+      "p 105 480000\n";
+  auto r = tr::parse_samples(text, "samples.0", 0, "run-x");
+  REQUIRE_MESSAGE(r.ok(), r.error().line());
+  const auto& s = r.value();
+  CHECK(s.version == 3);
+  CHECK(s.samples.size() == 2);
+  CHECK(s.run_delay.size() == 3);
+  REQUIRE(s.probes.size() == 2);
+  CHECK(s.probes[0].t_ns == 5);
+  CHECK(s.probes[0].ns == 500000);
+  CHECK(s.probes[1].t_ns == 105);
+  CHECK(s.probes[1].ns == 480000);
+}
+
 TEST_CASE("RunQueueDelayLinesOutOfPlaceAreErrors") {
   const std::pair<const char*, const char*> cases[] = {
       {"pskel-samples 1 0 run-x 100\n5 0 0 0 0 0 0\nd 6 1\n", "line 3 has 3 values, expected 7"},
@@ -373,6 +394,11 @@ TEST_CASE("RunQueueDelayLinesOutOfPlaceAreErrors") {
       {"pskel-samples 2 0 run-x 100\nd 50 1\n49 0 0 0 0 0 0 0\n", "line 3 goes back in time"},
       {"pskel-samples 2 0 run-x 100\n5 0 0 0 0 0 0\n", "line 2 has 7 values, expected 8"},
       {"pskel-samples 2 0 run-x 100\nd 5 -1\n", "line 2 bad run-queue delay line 'd 5 -1'"},
+      {"pskel-samples 2 0 run-x 100\np 5 1\n", "line 2 has 3 values, expected 8"},
+      {"pskel-samples 3 0 run-x 100\np 5 -1\n", "line 2 bad probe line 'p 5 -1'"},
+      {"pskel-samples 3 0 run-x 100\np 5\n", "line 2 has 2 words, expected p, time and ns"},
+      {"pskel-samples 3 0 run-x 100\nd 50 1\np 49 2\n", "line 3 goes back in time"},
+      {"pskel-samples 3 0 run-x 100\np 50 1\nd 49 2\n", "line 3 goes back in time"},
   };
   for (const auto& [text, problem] : cases) {
     CAPTURE(text);
@@ -383,13 +409,13 @@ TEST_CASE("RunQueueDelayLinesOutOfPlaceAreErrors") {
 }
 
 TEST_CASE("ASampleFileOfALaterVersionIsRefused") {
-  auto r = tr::parse_samples("pskel-samples 3 0 run-x 100\n5 0 0 0 0 0 0 0 0\n", "samples.0", 0,
+  auto r = tr::parse_samples("pskel-samples 4 0 run-x 100\n5 0 0 0 0 0 0 0 0\n", "samples.0", 0,
                              "run-x");
   REQUIRE(!r.ok());
-  CHECK(r.error().line() == "samples.0: unsupported sample file version 3 (this pskel reads 1 to 2)");
+  CHECK(r.error().line() == "samples.0: unsupported sample file version 4 (this pskel reads 1 to 3)");
   auto zero = tr::parse_samples("pskel-samples 0 0 run-x 100\n", "samples.0", 0, "run-x");
   REQUIRE(!zero.ok());
-  CHECK(zero.error().line() == "samples.0: unsupported sample file version 0 (this pskel reads 1 to 2)");
+  CHECK(zero.error().line() == "samples.0: unsupported sample file version 0 (this pskel reads 1 to 3)");
 }
 
 TEST_CASE("AMissingSampleFileIsNoError") {

@@ -27,9 +27,11 @@ namespace fs = std::filesystem;
 constexpr double kSteadySkeletonSeconds = 0.5;
 // Without --repeat, runs until the skeleton's timed parts add up to --min-seconds, but no more
 // runs than this: a K = 10 skeleton of a 6 s program (0.6 s) varied by +-3 % from run to run
-// here, and the prediction multiplies that by K; the median of four is steadier.
+// here, and the prediction multiplies that by K. With 2 s (four such runs) 4 of the accuracy
+// bench's 32 idle cells missed 3 %; with 6 s (ten), none did (docs/skeleton.md). Six seconds
+// of skeleton are little beside the jobs predicted; a skeleton longer than that runs once.
 constexpr int kMaxAutoRuns = 10;
-constexpr double kDefaultMinSeconds = 2.0;
+constexpr double kDefaultMinSeconds = 6.0;
 
 struct Options {
   std::string out, launcher;

@@ -42,7 +42,6 @@ std::string check_header(std::string_view line, int rank, std::string_view run_i
     return fmt::format("unsupported sample file version {} (this pskel reads 1 to {})", words[1],
                        kSamplesVersion);
   out.version = static_cast<int>(*version);
-  out.columns = *version == 1 ? kSampleColumnsV1 : kSampleColumns;
   if (parse_int(words[2]) != rank)
     return fmt::format("holds rank {}, expected rank {}", words[2], rank);
   if (words[3] != run_id)
@@ -85,11 +84,11 @@ std::string parse_time_value_line(std::string_view line, SampleSeries& out) {
 
 std::string parse_sample_line(std::string_view line, SampleSeries& out) {
   const auto words = split_words(line);
-  if (words.size() != static_cast<size_t>(out.columns))
-    return fmt::format("has {} values, expected {}", words.size(), out.columns);
+  if (words.size() != static_cast<size_t>(out.columns()))
+    return fmt::format("has {} values, expected {}", words.size(), out.columns());
   int64_t v[kSampleColumns];
   std::fill(v, v + kSampleColumns, -1);   // a version 1 file has no run-queue delay
-  for (int i = 0; i < out.columns; ++i) {
+  for (int i = 0; i < out.columns(); ++i) {
     const auto value = parse_int(words[static_cast<size_t>(i)]);
     if (!value || *value < -1) return fmt::format("bad value '{}'", words[static_cast<size_t>(i)]);
     v[i] = *value;

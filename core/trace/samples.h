@@ -47,11 +47,13 @@ struct SampleSeries {
   int rank = 0;
   int interval_ms = 0;
   int version = kSamplesVersion;
-  int columns = kSampleColumns;          // per line: kSampleColumnsV1 in a version 1 file
   std::vector<ResourceSample> samples;   // in time order
   std::vector<RunDelayPoint> run_delay;  // in time order: every known value, from both kinds of line
   std::vector<ProbePoint> probes;        // in time order (version 3)
   int64_t sampler_cpu_ns = -1;           // the sampler thread's own CPU time, if it ended
+
+  // Values per sample line: kSampleColumnsV1 in a version 1 file.
+  int columns() const { return version == 1 ? kSampleColumnsV1 : kSampleColumns; }
 };
 
 // Parses a sample file's text; `name` is used in errors. The file must belong to `rank` of the

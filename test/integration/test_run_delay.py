@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Run-queue delay (docs/trace-format.md §10, core/trace/gaps.h): ring on 2 MPICH ranks traced
 while two busy processes compete for the machine's cores, and again without them. The samples
-files hold the delay (version 3, 8 columns, "d" lines; "p" lines are the calibration probes), it agrees with what the kernel's CPU
-accounting leaves over, `pskel info` reports it, and the compute pskel derives from the trace
-shrinks by it (`pskel simulate`'s critical-path compute, samples present vs moved away)."""
+files hold the delay (version 3, 8 columns, "d" lines; "p" lines are the calibration probes),
+it agrees with what the kernel's CPU accounting leaves over, `pskel info` reports it, and the
+compute pskel derives from the trace shrinks by it (`pskel simulate`'s critical-path compute,
+samples present vs moved away)."""
 import json
 import os
 import pathlib

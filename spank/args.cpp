@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include "util/text.h"
+
 namespace pskel::spank {
 namespace {
 
@@ -36,23 +38,23 @@ Result<PlugstackArgs> parse_plugstack_args(const std::vector<std::string>& args)
   std::set<std::string> seen;
   for (const std::string& arg : args) {
     const size_t eq = arg.find('=');
-    if (eq == std::string::npos || eq == 0) return Error{"", arg + ": expected key=value"};
+    if (eq == std::string::npos || eq == 0) return Error{"", one_line(arg, 80) + ": expected key=value"};
     const std::string key = arg.substr(0, eq);
     const std::string value = arg.substr(eq + 1);
-    if (!seen.insert(key).second) return Error{"", key + ": given twice"};
-    if (value.empty()) return Error{"", key + ": empty value"};
+    if (!seen.insert(key).second) return Error{"", one_line(key, 80) + ": given twice"};
+    if (value.empty()) return Error{"", one_line(key, 80) + ": empty value"};
     const bool is_path = key != "mpi";
-    if (is_path && value[0] != '/') return Error{"", arg + ": must be an absolute path"};
+    if (is_path && value[0] != '/') return Error{"", one_line(arg, 80) + ": must be an absolute path"};
     if (key == "conf") out.conf = value;
     else if (key == "spool_dir") out.spool_dir = value;
     else if (key == "tracer_mpich") out.tracer_mpich = value;
     else if (key == "tracer_openmpi") out.tracer_openmpi = value;
     else if (key == "mpi") {
       if (value != "auto" && value != "mpich" && value != "openmpi")
-        return Error{"", arg + ": must be auto, mpich or openmpi"};
+        return Error{"", one_line(arg, 80) + ": must be auto, mpich or openmpi"};
       out.mpi = value;
     } else {
-      return Error{"", key + ": unknown key (conf, spool_dir, tracer_mpich, tracer_openmpi, mpi)"};
+      return Error{"", one_line(key, 80) + ": unknown key (conf, spool_dir, tracer_mpich, tracer_openmpi, mpi)"};
     }
   }
   return out;

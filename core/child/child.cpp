@@ -16,6 +16,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "util/text.h"
+
 extern char** environ;
 
 namespace pskel::child {
@@ -145,8 +147,7 @@ std::string Result::failure() const {
     return std::string("did not finish within ") + limit + " s (killed)";
   }
   if (interrupted) return "interrupted";
-  std::string line = err.substr(0, err.find('\n'));
-  if (line.size() > 300) line.resize(300);
+  const std::string line = one_line(std::string_view(err).substr(0, err.find('\n')), 300);
   return "exit " + std::to_string(exit_code) + (line.empty() ? "" : ": " + line);
 }
 

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "util/json_text.h"
 #include "compress/compress.h"
 #include "compress/symbol_file.h"
 
@@ -68,7 +69,7 @@ int compress_symbols(const std::string& file, bool json, bool show) {
         {"tree", tree_json(tree)},
     };
     if (show) out["text"] = cz::to_string(tree, name);
-    fmt::print("{}\n", out.dump(2));
+    fmt::print("{}\n", json_text(out, 2));
     return 0;
   }
   const Shape shape = shape_of(tree);

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "util/json_text.h"
 #include "compress/compress.h"
 #include "looptree/looptree.h"
 #include "merge/merge.h"
@@ -76,7 +77,7 @@ int compress_trace_dir(const CompressTraceArgs& args) {
         {"rounds", compress_stats.rounds},
     };
     if (args.show) out["tree"] = tree_json(tree.items);
-    fmt::print("{}\n", out.dump(2));
+    fmt::print("{}\n", json_text(out, 2));
     return 0;
   }
   if (args.show) {

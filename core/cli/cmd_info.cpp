@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "util/json_text.h"
 #include "trace/reader.h"
 
 namespace pskel::cli {
@@ -37,7 +38,7 @@ Subcommand add_info_command(CLI::App& app) {
           {"complete", meta.value("complete", false)},
           {"cpu_wait_fraction", s.run_delay_fraction},
       };
-      fmt::print("{}\n", out.dump(2));
+      fmt::print("{}\n", json_text(out, 2));
       return 0;
     }
     fmt::print("trace       {}\n", opt->dir);

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "commands.h"
+#include "util/json_text.h"
 #include "place/from_trace.h"
 #include "place/place.h"
 #include "trace/reader.h"
@@ -109,7 +110,7 @@ int run_place(const PlaceOptions& opt) {
         {"hosts", rank_hosts},
         {"hostfile", opt.hostfile.empty() ? nlohmann::json(nullptr) : nlohmann::json(opt.hostfile)},
     };
-    fmt::print("{}\n", out.dump(2));
+    fmt::print("{}\n", json_text(out, 2));
     return 0;
   }
   fmt::print("trace        {} ({} ranks)\n", opt.dir, ranks);

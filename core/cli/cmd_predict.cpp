@@ -17,6 +17,7 @@
 
 #include "child/child.h"
 #include "commands.h"
+#include "util/json_text.h"
 
 namespace pskel::cli {
 namespace {
@@ -209,11 +210,11 @@ int run(const Options& opt) {
         {"runs", runs_json},
         {"note", short_note},
     };
-    fmt::print("{}\n", out.dump(2));
+    fmt::print("{}\n", json_text(out, 2));
     return 0;
   }
   fmt::print("skeleton   {:.3f} s (median of {}, scale {})\n", median(walls), runs.size(),
-             desc["scale"].dump());
+             json_text(desc["scale"]));
   fmt::print("startup    {:.3f} s (launcher, MPI_Init, MPI_Finalize: not scaled)\n", median(startups));
   fmt::print("predicted  {:.3f} s\n", prediction);
   if (errors > 0) fmt::print("warning    {} MPI call(s) of the skeleton failed\n", errors);

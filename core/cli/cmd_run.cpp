@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "util/json_text.h"
 #include "flavour/flavour.h"
 #include "trace/format.h"
 
@@ -127,7 +128,7 @@ Subcommand add_run_command(CLI::App& app) {
       const nlohmann::json out = {{"trace_dir", abs_dir}, {"exit_code", code},
                                   {"mpi", flavour},       {"tracer", tracer},
                                   {"traced", traced}};
-      fmt::print("{}\n", out.dump(2));
+      fmt::print("{}\n", json_text(out, 2));
     } else if (traced) {
       fmt::print(stderr, "pskel: trace written to {}\n", dir);
     }

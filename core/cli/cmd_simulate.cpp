@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "util/json_text.h"
 #include "simulate/simulate.h"
 #include "trace/reader.h"
 
@@ -130,7 +131,7 @@ int run(const Options& opt) {
         {"complete", !truncated},
         {"warnings", warnings},
     };
-    fmt::print("{}\n", out.dump(2));
+    fmt::print("{}\n", json_text(out, 2));
     return 0;
   }
 

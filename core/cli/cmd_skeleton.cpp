@@ -12,6 +12,7 @@
 
 #include "child/child.h"
 #include "commands.h"
+#include "util/json_text.h"
 #include "compress/compress.h"
 #include "flavour/flavour.h"
 #include "looptree/looptree.h"
@@ -160,11 +161,11 @@ int run(const Options& opt) {
   }
   desc["generate_seconds"] =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (!write_file(out / "skeleton.json", desc.dump(2) + "\n"))
+  if (!write_file(out / "skeleton.json", json_text(desc, 2) + "\n"))
     return fail(fmt::format("{}: cannot write", (out / "skeleton.json").string()));
 
   if (opt.json) {
-    fmt::print("{}\n", desc.dump(2));
+    fmt::print("{}\n", json_text(desc, 2));
     return 0;
   }
   fmt::print("skeleton   {}\n", (out / "skeleton.c").string());

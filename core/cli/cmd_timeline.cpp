@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "util/json_text.h"
 #include "timeline/page.h"
 #include "timeline/timeline.h"
 #include "trace/reader.h"
@@ -89,7 +90,7 @@ Subcommand add_timeline_command(CLI::App& app) {
           {"calls", timeline::call_count(t)}, {"ranks_with_samples", ranks_with_samples},
           {"bytes_written", text.size()},
       };
-      fmt::print("{}\n", out.dump(2));
+      fmt::print("{}\n", json_text(out, 2));
     } else {
       fmt::print("wrote {} ({}, {} ranks, {} calls, {} bytes)\n", opt->output, opt->format,
                  t.lanes.size(), timeline::call_count(t), text.size());

@@ -3,14 +3,18 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <exception>
+#include <new>
 #include <vector>
 
 #include "commands.h"
+#include "util/text.h"
 
 namespace pskel::cli {
 
 int fail(const std::string& line) {
-  fmt::print(stderr, "pskel: {}\n", line);
+  // One line whatever the error quotes (a path or trace field with a newline or invalid UTF-8).
+  fmt::print(stderr, "pskel: {}\n", one_line(line, 4096));
   return 1;
 }
 
@@ -45,7 +49,18 @@ int main(int argc, char** argv) {
     app.exit(e);
     return 2;
   }
-  for (const auto& command : commands)
-    if (command.app->parsed()) return command.run();
+  // The command's edge: whatever a command did not turn into an error of its own (a library's
+  // exception on input nobody foresaw, memory exhausted) still ends as the one line of bad
+  // input, never as an abort with a core dump.
+  for (const auto& command : commands) {
+    if (!command.app->parsed()) continue;
+    try {
+      return command.run();
+    } catch (const std::bad_alloc&) {
+      return pskel::cli::fail(command.app->get_name() + ": out of memory");
+    } catch (const std::exception& e) {
+      return pskel::cli::fail(command.app->get_name() + ": " + pskel::one_line(e.what()));
+    }
+  }
   return 2;
 }

@@ -12,6 +12,8 @@
 #include <functional>
 #include <map>
 
+#include "util/text.h"
+
 #ifndef PSKEL_SYSCONFDIR
 #define PSKEL_SYSCONFDIR "/etc/slurm"
 #endif
@@ -162,6 +164,10 @@ bool parse_double(std::string_view s, double* out) {
   return ec == std::errc() && end == s.data() + s.size() && std::isfinite(*out);
 }
 
+// A key or value quoted in an error: one short line whatever the file holds (a 900 kB value
+// of control characters is the file's problem, not the log's).
+std::string shown(std::string_view text) { return one_line(text, 80); }
+
 Result<std::vector<Pair>> split_pairs(std::string_view line) {
   std::vector<Pair> pairs;
   size_t i = 0;
@@ -172,17 +178,17 @@ Result<std::vector<Pair>> split_pairs(std::string_view line) {
     const size_t key_start = i;
     while (i < line.size() && !blank(line[i]) && line[i] != '=') ++i;
     const std::string key(line.substr(key_start, i - key_start));
-    if (i >= line.size() || line[i] != '=') return Error{"", "expected Key=Value, got " + key};
+    if (i >= line.size() || line[i] != '=') return Error{"", "expected Key=Value, got " + shown(key)};
     if (key.empty()) return Error{"", "missing key before '='"};
     ++i;
     std::string value;
     if (i < line.size() && line[i] == '"') {
       const size_t close = line.find('"', i + 1);
-      if (close == std::string_view::npos) return Error{"", key + ": unterminated quote"};
+      if (close == std::string_view::npos) return Error{"", shown(key) + ": unterminated quote"};
       value = line.substr(i + 1, close - i - 1);
       i = close + 1;
       if (i < line.size() && !blank(line[i]) && line[i] != '#')
-        return Error{"", key + ": text after closing quote"};
+        return Error{"", shown(key) + ": text after closing quote"};
     } else {
       const size_t start = i;
       while (i < line.size() && !blank(line[i]) && line[i] != '#') ++i;
@@ -210,9 +216,9 @@ Result<Config> parse_config(std::string_view text, const std::string& origin, Co
     for (const Pair& p : pairs.value()) {
       const std::string key = lower(p.key);
       const auto it = setters().find(key);
-      if (it == setters().end()) return Error{where, "unknown key " + p.key};
+      if (it == setters().end()) return Error{where, "unknown key " + shown(p.key)};
       if (std::string why = it->second(c, p.value); !why.empty())
-        return Error{where, p.key + "=" + p.value + ": " + why};
+        return Error{where, shown(p.key) + "=" + shown(p.value) + ": " + why};
       database_set |= key == "database";
       export_set |= key == "exportfile";
       log_set |= key == "logfile";

@@ -26,6 +26,39 @@ std::string literal(double value) {
   return fmt::format("{:.9g}", value);
 }
 
+std::string string_literal(std::string_view text) {
+  std::string out = "\"";
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\' || c == '?') {
+      out += '\\';
+      out += ch;
+    } else if (c >= 0x20 && c < 0x7F) {
+      out += ch;
+    } else {
+      out += fmt::format("\\{:03o}", c);  // octal: at most 3 digits, unlike \x
+    }
+  }
+  return out + "\"";
+}
+
+std::string comment_text(std::string_view text, size_t max_bytes) {
+  std::string out;
+  for (const char ch : text) {
+    if (out.size() >= max_bytes) {
+      out += "...";
+      break;
+    }
+    const auto c = static_cast<unsigned char>(ch);
+    const char previous = out.empty() ? '\0' : out.back();
+    if (c < 0x20 || c >= 0x7F || (c == '/' && previous == '*') || (c == '?' && previous == '?'))
+      out += fmt::format("\\x{:02x}", c);
+    else
+      out += ch;
+  }
+  return out;
+}
+
 namespace {
 
 bool is_token(int64_t v) { return v <= kTokUndefined; }

@@ -24,6 +24,14 @@ inline constexpr int64_t kTokUndefined = INT64_MIN + 4;
 std::string literal(int64_t value);
 std::string literal(double value);
 
+// Text from a trace or a command line (a program name, the MPI's name) as a quoted C string
+// literal: printable ASCII stays, anything else (and ", \\ and ?, which could start a
+// trigraph) is an escape, so no byte of it can end the literal or the line.
+std::string string_literal(std::string_view text);
+// The same text inside a /* */ comment: printable ASCII only (other bytes as \xNN), no "*/"
+// to end the comment early, no trigraph, at most `max_bytes`.
+std::string comment_text(std::string_view text, size_t max_bytes = 200);
+
 // The instance index of an event as C: `plain` counts the instances the skeleton runs (right
 // for values that repeat with a period), `spread` maps them evenly onto the original's
 // instances (right for values that grow or vary: a scaled loop samples the whole range).

@@ -1212,13 +1212,11 @@ class Emitter {
     for (const lt::Item& it : tree_.items)
       if (!it.is_loop() && it.event().function == static_cast<uint16_t>(FunctionId::MPI_Init_thread))
         thread = true;
-    std::string name = o_.name;
-    for (char& ch : name)
-      if (ch == '"' || ch == '\\' || ch == '\n' || ch == '*') ch = ' ';
+    const std::string& name = o_.name;
     std::string out;
-    out += fmt::format("/* Performance skeleton of {}\n", name.empty() ? trace_.dir : name);
+    out += fmt::format("/* Performance skeleton of {}\n", comment_text(name.empty() ? trace_.dir : name));
     out += fmt::format(" * traced: {} ranks, MPI {}, {:.3f} s from the first call to the last (slowest rank)\n",
-                       a_.world_size, mpi, s_.traced_seconds);
+                       a_.world_size, comment_text(mpi), s_.traced_seconds);
     if (s_.scale > 1) {
       out += fmt::format(" * scale K = {}: the loops marked \"scaled loop\" run 1/K of their iterations and\n",
                          s_.scale);
@@ -1235,7 +1233,7 @@ class Emitter {
     out += tables_.declarations();
     out += "\nint main(int argc, char **argv)\n{\n";
     out += "    static const struct pskel_config config = {\n";
-    out += fmt::format("        .name = \"{}\",\n", name.empty() ? "skeleton" : name);
+    out += fmt::format("        .name = {},\n", string_literal(name.empty() ? "skeleton" : name));
     out += fmt::format("        .world_size = {},\n", a_.world_size);
     out += fmt::format("        .init_thread = {},\n", thread ? 1 : 0);
     out += fmt::format("        .scale = {},\n", literal(static_cast<double>(s_.scale)));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 
 namespace pskel::timeline {
 namespace {
@@ -55,7 +56,9 @@ std::vector<Level> detail_levels(std::span<const Call> calls, int64_t span_ns) {
       previous = boxes.size();
       levels.push_back(Level{bucket, std::move(boxes)});
     }
-    if (bucket > span_ns) break;
+    // The second test keeps `bucket *= 4` from overflowing (and the loop from never ending)
+    // whatever span a trace claims.
+    if (bucket > span_ns || bucket > std::numeric_limits<int64_t>::max() / 4) break;
   }
   return levels;
 }

@@ -1,6 +1,9 @@
 #include "trace/reader.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <cstring>
@@ -11,15 +14,73 @@
 #include "trace/gaps.h"
 #include "util/crc32c.h"
 #include "util/file_read.h"
+#include "util/safe_dir.h"
 
 namespace pskel::trace {
 namespace {
 
 constexpr uint64_t kMaxFileBytes = uint64_t{64} << 30;  // far beyond any real trace
 
-// The parser reads the file's bytes in place: a rank file may be many GiB, not to be copied.
-std::span<const unsigned char> as_bytes(const std::string& file) {
-  return {reinterpret_cast<const unsigned char*>(file.data()), file.size()};
+constexpr uint64_t kMaxMetaBytes = uint64_t{64} << 20;  // the args of 16,384 ranks' hosts fit
+
+// The documented type of each meta.json key (docs/trace-format.md §6). A key of another type
+// is refused here, once, so that no reader further on can be surprised by it.
+std::string check_meta_types(const nlohmann::json& meta) {
+  using J = nlohmann::json;
+  const auto strings = [](const J& v) {
+    return v.is_array() && std::all_of(v.begin(), v.end(), [](const J& e) { return e.is_string(); });
+  };
+  const auto numbers = [](const J& v) {
+    return v.is_array() &&
+           std::all_of(v.begin(), v.end(), [](const J& e) { return e.is_number() || e.is_null(); });
+  };
+  const auto integer = [](const J& v) { return v.is_number_integer(); };
+  const auto string = [](const J& v) { return v.is_string(); };
+  struct Key {
+    const char* name;
+    bool (*ok)(const J&);
+    const char* type;
+  };
+  static const Key keys[] = {
+      {"format", string, "a string"},
+      {"version", integer, "an integer"},
+      {"run_id", string, "a string"},
+      {"complete", [](const J& v) { return v.is_boolean(); }, "true or false"},
+      {"job_id", [](const J& v) { return v.is_string() || v.is_null(); }, "a string or null"},
+      {"ranks", integer, "an integer"},
+      {"mpi", string, "a string"},
+      {"executable", string, "a string"},
+      {"args", strings, "an array of strings"},
+      {"start_realtime_ns", integer, "an integer"},
+      {"end_realtime_ns", integer, "an integer"},
+      {"init_entry_ns", integer, "an integer"},
+      {"records", integer, "an integer"},
+      {"hosts", strings, "an array of strings"},
+      {"work_ns_per_unit", numbers, "an array of numbers"},
+      {"work_ns_per_unit_at_finalize", numbers, "an array of numbers"},
+      {"work_ns_per_unit_in_run", numbers, "an array of numbers"},
+  };
+  for (const Key& k : keys) {
+    const auto it = meta.find(k.name);
+    if (it != meta.end() && !k.ok(*it)) return fmt::format("\"{}\" is not {}", k.name, k.type);
+  }
+  return "";
+}
+
+// Times every reader further on relies on: each call ends after it starts, and nothing lies so far out that sums of times overflow
+// (a corrupt timestamp would otherwise become a prediction of years, or a timeline that
+// never finishes drawing).
+std::string check_times(const RankTrace& rank) {
+  constexpr int64_t kMaxTraceNs = int64_t{1} << 55;  // 417 days: past any job, far from overflow
+  if (rank.complete && (rank.end.end_ns < 0 || rank.end.end_ns > kMaxTraceNs))
+    return fmt::format("end time {} ns out of range", rank.end.end_ns);
+  for (size_t i = 0; i < rank.records.size(); ++i) {
+    const Record& r = rank.records[i];
+    if (r.t_start < -kMaxTraceNs || r.t_start > kMaxTraceNs || r.t_end < r.t_start ||
+        r.t_end > kMaxTraceNs)
+      return fmt::format("record {} has times {}..{} ns", i, r.t_start, r.t_end);
+  }
+  return "";
 }
 
 template <class T>
@@ -69,14 +130,23 @@ std::string parse_records(const unsigned char* p, size_t size, uint32_t expected
 
 }  // namespace
 
-Result<RankTrace> parse_rank_trace(std::span<const unsigned char> bytes, const std::string& name,
-                                   const ReadOptions& options) {
+namespace {
+
+// The parse over any source of bytes. `read_at(offset, n)` returns n bytes from `offset`, valid
+// until the next call, or an Error; `size` is the source's length. Every length read from the
+// file is checked against what remains before anything that long is read, so a hostile header
+// costs nothing and memory grows only with the records actually parsed.
+template <class ReadAt>
+Result<RankTrace> parse_source(uint64_t size, ReadAt read_at, const std::string& name,
+                               const ReadOptions& options) {
   RankTrace out;
-  if (bytes.size() < sizeof(FileHeader)) {
-    return Error{name, bytes.empty() ? "empty file (not a pskel trace)"
-                                     : "truncated: shorter than the file header"};
+  if (size < sizeof(FileHeader)) {
+    return Error{name, size == 0 ? "empty file (not a pskel trace)"
+                                 : "truncated: shorter than the file header"};
   }
-  out.header = load<FileHeader>(bytes.data());
+  auto head = read_at(0, sizeof(FileHeader));
+  if (!head) return head.error();
+  out.header = load<FileHeader>(head.value());
   const FileHeader& h = out.header;
   if (std::memcmp(h.magic, kFileMagic, sizeof h.magic) != 0)
     return Error{name, "not a pskel trace (bad magic)"};
@@ -88,24 +158,28 @@ Result<RankTrace> parse_rank_trace(std::span<const unsigned char> bytes, const s
   if (h.world_size <= 0 || h.rank < 0 || h.rank >= h.world_size)
     return Error{name, fmt::format("corrupt: rank {} of {} ranks", h.rank, h.world_size)};
 
-  size_t at = sizeof(FileHeader);
-  while (at < bytes.size()) {
+  uint64_t at = sizeof(FileHeader);
+  while (at < size) {
     if (out.complete) return Error{name, fmt::format("corrupt: data after the end block at byte {}", at)};
-    if (bytes.size() - at < sizeof(BlockHeader))
+    if (size - at < sizeof(BlockHeader))
       return Error{name, fmt::format("truncated: block header cut short at byte {}", at)};
-    const BlockHeader b = load<BlockHeader>(bytes.data() + at);
-    const size_t payload_at = at + sizeof b;
+    auto block_head = read_at(at, sizeof(BlockHeader));
+    if (!block_head) return block_head.error();
+    const BlockHeader b = load<BlockHeader>(block_head.value());
+    const uint64_t payload_at = at + sizeof b;
     if (b.magic != kDataBlockMagic && b.magic != kEndBlockMagic)
       return Error{name, fmt::format("corrupt: no block starts at byte {}", at)};
-    if (bytes.size() - payload_at < b.payload_bytes)
+    if (size - payload_at < b.payload_bytes)
       return Error{name, fmt::format("truncated: block at byte {} needs {} bytes, {} remain", at,
-                                     b.payload_bytes, bytes.size() - payload_at)};
-    const unsigned char* payload = bytes.data() + payload_at;
+                                     b.payload_bytes, size - payload_at)};
+    if (b.magic == kEndBlockMagic && b.payload_bytes != sizeof(EndPayload))
+      return Error{name, fmt::format("corrupt: end block at byte {} has the wrong size", at)};
+    auto read_payload = read_at(payload_at, b.payload_bytes);
+    if (!read_payload) return read_payload.error();
+    const unsigned char* payload = read_payload.value();
     if (crc32c(payload, b.payload_bytes) != b.crc32c)
       return Error{name, fmt::format("corrupt: checksum mismatch in block at byte {}", at)};
     if (b.magic == kEndBlockMagic) {
-      if (b.payload_bytes != sizeof(EndPayload))
-        return Error{name, fmt::format("corrupt: end block at byte {} has the wrong size", at)};
       if (b.record_count != 0)  // outside the checksum, so checked on its own
         return Error{name, fmt::format("corrupt: end block at byte {} has record_count {}, not 0",
                                        at, b.record_count)};
@@ -126,13 +200,46 @@ Result<RankTrace> parse_rank_trace(std::span<const unsigned char> bytes, const s
                                    "ended without MPI_Finalize, or the file was cut)",
                                    out.records.size() + out.unknown_records)};
   }
+  if (std::string problem = check_times(out); !problem.empty())
+    return Error{name, "corrupt: " + problem};
   return out;
 }
 
+// A rank file read block by block through `fd` (opened by open_regular_file).
+Result<RankTrace> parse_rank_fd(int fd, uint64_t size, const std::string& name,
+                                const ReadOptions& options) {
+  std::vector<unsigned char> buffer;
+  const auto read_at = [&](uint64_t offset, size_t n) -> Result<const unsigned char*> {
+    buffer.resize(n);
+    size_t done = 0;
+    while (done < n) {
+      const ssize_t got = ::pread(fd, buffer.data() + done, n - done,
+                                  static_cast<off_t>(offset + done));
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) return Error{name, std::strerror(errno)};
+      if (got == 0) return Error{name, "shrank while being read"};
+      done += static_cast<size_t>(got);
+    }
+    return static_cast<const unsigned char*>(buffer.data());
+  };
+  return parse_source(size, read_at, name, options);
+}
+
+}  // namespace
+
+Result<RankTrace> parse_rank_trace(std::span<const unsigned char> bytes, const std::string& name,
+                                   const ReadOptions& options) {
+  const auto read_at = [&](uint64_t offset, size_t) -> Result<const unsigned char*> {
+    return bytes.data() + offset;
+  };
+  return parse_source(bytes.size(), read_at, name, options);
+}
+
 Result<RankTrace> read_rank_file(const std::string& path, const ReadOptions& options) {
-  auto file = read_regular_file(path, kMaxFileBytes);
+  auto file = open_regular_file(path, kMaxFileBytes);
   if (!file) return file.error();
-  return parse_rank_trace(as_bytes(file.value()), path, options);
+  if (!file.value()) return Error{path, "missing"};
+  return parse_rank_fd(file.value()->fd.get(), file.value()->size, path, options);
 }
 
 Result<TraceSet> read_trace_dir(const std::string& dir, const ReadOptions& options) {
@@ -142,10 +249,12 @@ Result<TraceSet> read_trace_dir(const std::string& dir, const ReadOptions& optio
   TraceSet set;
   set.dir = dir;
   const std::string meta_path = dir + "/" + kMetaFileName;
-  auto meta_text = read_regular_file(meta_path, kMaxFileBytes);
+  auto meta_text = read_regular_file(meta_path, kMaxMetaBytes);
   if (!meta_text) return meta_text.error();
   set.meta = nlohmann::json::parse(meta_text.value(), nullptr, /*allow_exceptions=*/false);
   if (set.meta.is_discarded() || !set.meta.is_object()) return Error{meta_path, "not valid JSON"};
+  if (std::string problem = check_meta_types(set.meta); !problem.empty())
+    return Error{meta_path, problem};
   const auto& ranks = set.meta["ranks"];
   const auto& run_id = set.meta["run_id"];
   if (!ranks.is_number_integer() || ranks.get<int64_t>() <= 0 || ranks.get<int64_t>() > (1 << 24))
@@ -154,10 +263,10 @@ Result<TraceSet> read_trace_dir(const std::string& dir, const ReadOptions& optio
   const int n = ranks.get<int>();
   for (int r = 0; r < n; ++r) {
     const std::string path = fmt::format("{}/{}{}{}", dir, kRankFilePrefix, r, kRankFileSuffix);
-    auto file = read_regular_file_if_exists(path, kMaxFileBytes);
+    auto file = open_regular_file(path, kMaxFileBytes);
     if (!file) return file.error();
     if (!file.value()) return Error{path, fmt::format("missing (meta.json announces {} ranks)", n)};
-    auto rank = parse_rank_trace(as_bytes(*file.value()), path, options);
+    auto rank = parse_rank_fd(file.value()->fd.get(), file.value()->size, path, options);
     if (!rank) return rank.error();
     const FileHeader& h = rank.value().header;
     const std::string file_run(h.run_id, strnlen(h.run_id, sizeof h.run_id));

@@ -12,13 +12,12 @@
 
 namespace pskel {
 
-Result<std::optional<std::string>> read_regular_file_if_exists(const std::string& path,
-                                                               uint64_t max_bytes) {
+Result<std::optional<OpenFile>> open_regular_file(const std::string& path, uint64_t max_bytes) {
   // O_NONBLOCK: opening a FIFO planted where a file is expected would otherwise wait for a
   // writer (and hang root's epilog); opened this way it fails the regular-file check instead.
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
   if (fd.get() < 0) {
-    if (errno == ENOENT) return std::optional<std::string>{};
+    if (errno == ENOENT) return std::optional<OpenFile>{};
     return Error{path, errno == ELOOP ? "is a symbolic link (refused)" : std::strerror(errno)};
   }
   struct stat st;
@@ -26,7 +25,16 @@ Result<std::optional<std::string>> read_regular_file_if_exists(const std::string
   if (!S_ISREG(st.st_mode)) return Error{path, "not a regular file"};
   const auto size = static_cast<uint64_t>(st.st_size);
   if (size > max_bytes) return Error{path, "too large (" + std::to_string(size) + " bytes)"};
+  return std::optional<OpenFile>{OpenFile{std::move(fd), size}};
+}
 
+Result<std::optional<std::string>> read_regular_file_if_exists(const std::string& path,
+                                                               uint64_t max_bytes) {
+  auto file = open_regular_file(path, max_bytes);
+  if (!file) return file.error();
+  if (!file.value()) return std::optional<std::string>{};
+  const UniqueFd& fd = file.value()->fd;
+  const uint64_t size = file.value()->size;
   // Bytes appended after fstat are not read: the caller gets the file as it was at the open.
   std::string bytes(static_cast<size_t>(size), '\0');
   size_t done = 0;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "util/result.h"
+#include "util/safe_dir.h"
 
 namespace pskel {
 
@@ -17,6 +18,15 @@ namespace pskel {
 // "not a regular file", "too large (N bytes)", "shrank while being read", or the system's text.
 // Only the last component of `path` is checked for a symbolic link.
 Result<std::string> read_regular_file(const std::string& path, uint64_t max_bytes);
+
+// A regular file opened for reading with the checks of read_regular_file (no symlink, FIFO or
+// device; at most `max_bytes`), for readers that check a file's header before reading the rest.
+// std::nullopt when the file is missing.
+struct OpenFile {
+  UniqueFd fd;
+  uint64_t size = 0;  // at the open
+};
+Result<std::optional<OpenFile>> open_regular_file(const std::string& path, uint64_t max_bytes);
 
 // As read_regular_file, but a missing file is no error: std::nullopt.
 Result<std::optional<std::string>> read_regular_file_if_exists(const std::string& path,

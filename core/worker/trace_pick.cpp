@@ -14,6 +14,39 @@ namespace {
 
 constexpr size_t kMaxMetaBytes = 1 << 20;
 constexpr int kMaxSteps = 1024;
+// Directory entries looked at over all of a job's steps: a 16,384-rank job's step holds about
+// 33,000 (a rank file and a samples file per rank); more is a user keeping root's serial
+// worker queue busy, refused.
+constexpr uint64_t kMaxEntriesPerJob = uint64_t{1} << 20;
+
+// The bytes of a step's trace: every regular file whose name is a rank or samples file. One pass over the directory, so the cost follows the files that exist, not the
+// rank count meta.json claims; it stops early once past max_bytes or out of `entry_budget`.
+Result<uint64_t> trace_bytes(int step_fd, const std::string& step_path, uint64_t max_bytes,
+                             uint64_t* entry_budget) {
+  DIR* d = ::fdopendir(::dup(step_fd));
+  if (!d) return Error{step_path, std::strerror(errno)};
+  uint64_t bytes = 0;
+  std::string problem;
+  while (const dirent* e = ::readdir(d)) {
+    if (*entry_budget == 0) {
+      problem = "too many files in the job's trace directories";
+      break;
+    }
+    --*entry_budget;
+    const std::string_view name = e->d_name;
+    if (!name.starts_with("rank.") && !name.starts_with("samples.")) continue;
+    struct stat st;
+    if (::fstatat(step_fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
+    bytes += static_cast<uint64_t>(st.st_size);
+    if (bytes > max_bytes) {
+      problem = "trace larger than MaxTraceBytes";
+      break;
+    }
+  }
+  ::closedir(d);
+  if (!problem.empty()) return Error{step_path, problem};
+  return bytes;
+}
 
 }  // namespace
 
@@ -50,6 +83,7 @@ Result<TraceChoice> pick_trace(const std::string& spool_dir, uint32_t job_id, ui
   if (!d) return Error{choice.job_path, std::strerror(errno)};
   std::string refused;
   int seen = 0;
+  uint64_t entry_budget = kMaxEntriesPerJob;
   while (const dirent* e = ::readdir(d)) {
     const std::string name = e->d_name;
     if (!name.starts_with("step.") || ++seen > kMaxSteps) continue;
@@ -76,22 +110,17 @@ Result<TraceChoice> pick_trace(const std::string& spool_dir, uint32_t job_id, ui
     if (ranks64 <= 0 || ranks64 > 1000000) continue;
     const int ranks = static_cast<int>(ranks64);
     if (ranks <= choice.ranks) continue;
-    uint64_t bytes = 0;
-    for (int r = 0; r < ranks; ++r) {
-      const std::string rank = "rank." + std::to_string(r) + ".pskt";
-      if (::fstatat(step.value().get(), rank.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-          S_ISREG(st.st_mode))
-        bytes += static_cast<uint64_t>(st.st_size);
-    }
-    if (bytes > max_bytes) {
-      refused = step_path + ": trace larger than MaxTraceBytes";
+    auto bytes = trace_bytes(step.value().get(), step_path, max_bytes, &entry_budget);
+    if (!bytes) {
+      refused = bytes.error().line();
+      if (entry_budget == 0) break;
       continue;
     }
     choice.dir = step_path;
     choice.step = name;
     choice.ranks = ranks;
     choice.mpi = meta.contains("mpi") && meta["mpi"].is_string() ? meta["mpi"].get<std::string>() : "";
-    choice.bytes = bytes;
+    choice.bytes = bytes.value();
   }
   ::closedir(d);
   if (choice.dir.empty())

@@ -21,7 +21,7 @@ struct TraceChoice {
   std::string step;       // its name, "step.0", "step.batch", ...
   int ranks = 0;
   std::string mpi;        // "mpich" | "openmpi" (meta.json)
-  uint64_t bytes = 0;     // size of its rank files
+  uint64_t bytes = 0;     // size of its rank and samples files
 };
 
 // The complete trace (meta.json "complete": true) with the most ranks among the job's steps.

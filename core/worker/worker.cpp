@@ -19,7 +19,9 @@
 
 #include "child/child.h"
 #include "store/store.h"
+#include "util/json_text.h"
 #include "util/safe_dir.h"
+#include "util/text.h"
 #include "worker/slurm_text.h"
 #include "worker/trace_pick.h"
 
@@ -54,13 +56,6 @@ Result<double> number(const nlohmann::json& j, const char* key, const std::strin
   const double v = j[key].get<double>();
   if (!std::isfinite(v) || v < 0) return Error{"", what + ": " + key + " out of range"};
   return v;
-}
-
-std::string one_line(std::string s) {
-  for (char& c : s)
-    if (c == '\n' || c == '\r') c = ' ';
-  if (s.size() > 400) s.resize(400);
-  return s;
 }
 
 // --- the context of one worker -----------------------------------------------------------------
@@ -162,8 +157,8 @@ Result<bool> Worker::step_compress(const Ticket& t, const TraceChoice& trace) {
   auto j = parse_json(r.out, "compress");
   if (!j) return j.error();
   log_.line("job " + std::to_string(t.job_id) + ": compress: ok: " +
-            one_line(j.value().value("merged_events", nlohmann::json()).dump()) + " merged events, " +
-            one_line(j.value().value("compressed_length", nlohmann::json()).dump()) + " after compression");
+            json_text(j.value().value("merged_events", nlohmann::json())) + " merged events, " +
+            json_text(j.value().value("compressed_length", nlohmann::json())) + " after compression");
   return true;
 }
 
@@ -379,6 +374,8 @@ void worker_body(void* arg) {
 
 }  // namespace
 
+// Whatever the text quotes (a step directory's name, a child's error) stays on this one line:
+// a name holding a newline must not forge lines of root's log.
 void Log::line(const std::string& text) const {
   char stamp[32];
   const std::time_t now = std::time(nullptr);
@@ -386,7 +383,7 @@ void Log::line(const std::string& text) const {
   gmtime_r(&now, &tm);
   std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
   const std::string line =
-      std::string(stamp) + " pskel[" + std::to_string(::getpid()) + "]: " + text + "\n";
+      std::string(stamp) + " pskel[" + std::to_string(::getpid()) + "]: " + one_line(text, 4096) + "\n";
   const int fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
   if (fd < 0) return;
   (void)!::write(fd, line.data(), line.size());

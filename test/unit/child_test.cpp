@@ -10,6 +10,8 @@
 #include <string>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "child/child.h"
 
 using namespace pskel;
@@ -98,4 +100,17 @@ TEST_CASE("AnInterruptOfTheCallerKillsTheChild") {
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
   ::sigaction(SIGINT, nullptr, &after);  // the caller's handler is back
   CHECK((after.sa_handler == before.sa_handler));
+}
+
+// Issue 22: the failure line was cut at 300 bytes inside a UTF-8 character, and every JSON
+// writer it reached (the store, pskel db list --json) then threw.
+TEST_CASE("AFailureLineCutInsideAUtf8CharacterStaysValidText") {
+  child::Result r;
+  r.started = true;
+  r.exit_code = 1;
+  r.err = std::string(293, 'e') + "\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9 and more\nsecond line";
+  const std::string line = r.failure();
+  CHECK(line.starts_with("exit 1: eee"));
+  CHECK(line.find("second line") == std::string::npos);
+  CHECK(nlohmann::json(line).dump().size() > 300);  // dump throws on invalid UTF-8
 }

@@ -356,3 +356,26 @@ TEST_CASE("skeleton: a loop's entry gap replaces its first call's gap in the fir
   CHECK(has(s.source, "pskel_compute(9000.0);"));  // the entry gap, before the inner loop
   CHECK(has(s.source, "pskel_compute(1000.0);"));  // the in-loop gap, iterations 1..
 }
+
+// Issue 22: meta.json's `mpi` text was pasted unescaped into a comment of skeleton.c: "*/" ended
+// the comment and what followed was compiled and run. Text from the trace or the command line
+// now reaches the source only as comment text that cannot end its comment, and as an escaped
+// string literal (no quote, backslash, newline or trigraph of its own).
+TEST_CASE("TraceTextCannotEndTheSkeletonsCommentOrStringLiteral") {
+  auto w = halo_ring(2, 20);
+  Built b = build(w);
+  b.trace.meta["mpi"] = "mpich */ int injected_by_trace = 1; /* \n#include </etc/shadow>";
+  sk::Options o;
+  o.name = "app\" ; int injected_by_name = 1; //?" "?/\n\xff";  // "?" "?": no trigraph here
+  const auto g = sk::generate(b.trace, b.merged, b.tree, o);
+  REQUIRE_MESSAGE(g.ok(), g.error().line());
+  const std::string& src = g.value().source;
+  // The header comment ends once, where pskel ends it.
+  CHECK(src.find("*/") == src.find(" */\n#include \"pskel_runtime.h\"") + 1);
+  CHECK_FALSE(has(src, "\n#include </etc/shadow>"));
+  // The name's literal: one line, its quote and backslash escaped, no trigraph.
+  const size_t at = src.find(".name = ");
+  REQUIRE(at != std::string::npos);
+  const std::string line = src.substr(at, src.find('\n', at) - at);
+  CHECK(line == ".name = \"app\\\" ; int injected_by_name = 1; //\\?\\?/\\012\\377\",");
+}

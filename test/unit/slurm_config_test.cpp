@@ -160,3 +160,21 @@ TEST_CASE("ApplicationKeyPrefersTheNameThenTheScriptThenTheJobName") {
   CHECK(exportfile::fnv1a64("") == 0xcbf29ce484222325ull);
   CHECK(exportfile::fnv1a64("a") == 0xaf63dc4c8601ec8cull);
 }
+
+// Issue 22: a config error echoed a 900 kB value with raw control characters into the log.
+TEST_CASE("AConfigErrorQuotesAHugeValueAsOneShortLine") {
+  const std::string value = std::string(900'000, 'v') + "\x1b[2J\r\x07";
+  for (const std::string& text : {"Margin=" + value, value + "=1", "Policy=\"" + value,
+                                  "StateDir=\"/x\"" + value}) {
+    const auto c = config::parse_config(text, "/etc/slurm/pskel.conf");
+    REQUIRE_FALSE(c.ok());
+    const std::string line = c.error().line();
+    CHECK(line.size() < 300);
+    CHECK(line.find_first_of("\n\r\x1b\x07") == std::string::npos);
+  }
+  std::vector<std::string> args = {"conf=" + value + "\n"};
+  const auto p = spank::parse_plugstack_args(args);
+  REQUIRE_FALSE(p.ok());
+  CHECK(p.error().line().size() < 300);
+  CHECK(p.error().line().find('\n') == std::string::npos);
+}

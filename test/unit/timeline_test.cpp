@@ -475,3 +475,14 @@ TEST_CASE("CalibrationProbesGiveTheirMeanEachCappedAtTwiceTheMedian") {
 }
 
 }  // TEST_SUITE
+
+// Issue 22: pskel timeline looped forever on a trace whose first timestamp was near INT64_MAX:
+// the detail levels' bucket width (times 4 each level) overflowed before passing the span.
+TEST_CASE("DetailLevelsEndForASpanNearInt64Max") {
+  const int64_t far = INT64_MAX - 1'000'000;
+  std::vector<tl::Call> calls;
+  for (int64_t i = 0; i < 100; ++i) calls.push_back(call(far + i * 1000, far + i * 1000 + 10));
+  const auto levels = tl::detail_levels(calls, INT64_MAX);
+  CHECK(levels.size() < 40);
+  for (const auto& level : levels) CHECK(level.bucket_ns > 0);
+}

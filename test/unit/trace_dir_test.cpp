@@ -285,3 +285,66 @@ TEST_CASE("a nonexistent trace directory, a file, or a directory without meta.js
 
   check_error(tr::read_trace_dir(dir.path()), dir.file("meta.json"), {"missing"});
 }
+
+// Issue 22: `"mpi": 5` in meta.json aborted pskel info and pskel timeline (an uncaught
+// type_error from meta.value("mpi", "")). Every documented key is checked for its type.
+TEST_CASE("MetaJsonFieldOfTheWrongTypeIsAnErrorNotAnAbort") {
+  TempDir dir;
+  write_two_rank_trace(dir);
+  const std::string meta = dir.file("meta.json");
+  const std::string base = std::string("{\"ranks\": 2, \"run_id\": \"") + kRunId + "\", ";
+  for (const char* field : {"\"mpi\": 5", "\"executable\": []", "\"complete\": \"yes\"",
+                            "\"args\": [\"a\", 1]", "\"hosts\": \"node1\"", "\"job_id\": 7",
+                            "\"work_ns_per_unit\": [\"x\"]", "\"start_realtime_ns\": 1.5"}) {
+    CAPTURE(field);
+    write_text(meta, base + field + "}");
+    const auto r = tr::read_trace_dir(dir.path());
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().file == meta);
+    CHECK(contains(r.error().what, "is not"));
+  }
+  write_text(meta, base + "\"mpi\": \"mpich\", \"job_id\": null, \"work_ns_per_unit\": [1.5, null]}");
+  const auto ok = tr::read_trace_dir(dir.path());
+  CHECK_MESSAGE(ok.ok(), ok.error().line());
+}
+
+// Issue 22: a rank file was read whole before any check (a 3 GiB sparse file: 25 s and
+// 3.1 GB of memory). The header is checked first, then each block before it is read.
+TEST_CASE("ASparseRankFileOfGigabytesIsRefusedAtItsHeaderUnread") {
+  TempDir dir;
+  write_two_rank_trace(dir);
+  for (const bool good_header : {false, true}) {
+    CAPTURE(good_header);
+    const std::string path = rank_path(dir, 0);
+    auto bytes = read_bytes(path);
+    REQUIRE(::unlink(path.c_str()) == 0);
+    // A valid header (or none), then 3 GiB of holes where blocks should be.
+    write_bytes(path, bytes.data(), good_header ? sizeof(tr::FileHeader) : 4);
+    REQUIRE(::truncate(path.c_str(), int64_t{3} << 30) == 0);
+    const auto r = tr::read_rank_file(path);
+    REQUIRE_FALSE(r.ok());
+    INFO("error: " << r.error().line());
+    CHECK(contains(r.error().what, good_header ? "no block starts" : "bad magic"));
+    REQUIRE(::unlink(path.c_str()) == 0);
+    write_bytes(path, bytes.data(), bytes.size());
+  }
+}
+
+// Issue 22: a corrupt timestamp became a 4.6e9 s prediction in pskel simulate, and one near
+// INT64_MAX made pskel timeline loop forever. Times out of any run's range are corruption.
+TEST_CASE("ARecordTimeOutOfAnyRunsRangeIsCorruption") {
+  TempDir dir;
+  write_two_rank_trace(dir);
+  for (const auto& [t_start, t_end] : std::vector<std::pair<int64_t, int64_t>>{
+           {INT64_MAX - 10, INT64_MAX}, {4'600'000'000'000'000'000, 4'600'000'000'000'000'001},
+           {1'000, 999}, {INT64_MIN, 0}}) {
+    CAPTURE(t_start);
+    Entry e = event(tr::FunctionId::MPI_Send, 1, 100);
+    e.record.t_start = t_start;
+    e.record.t_end = t_end;
+    REQUIRE(::unlink(rank_path(dir, 0).c_str()) == 0);
+    write_rank_file(rank_path(dir, 0), make_header(0, 2, kRunId), {e}, 1 << 16,
+                    EndInfo{2'000'000'000, 0, 0});
+    check_error(tr::read_trace_dir(dir.path()), rank_path(dir, 0), {"corrupt", "times"});
+  }
+}

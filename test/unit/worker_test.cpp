@@ -243,3 +243,45 @@ TEST_CASE("OwnedDirectoriesAreCreatedOnceAndSymlinksRefused") {
   ::chmod((base + "/a").c_str(), 0777);
   CHECK_FALSE(ensure_private_root(base + "/a", ::geteuid()).ok());  // world-writable
 }
+
+// Issue 22: samples files were not counted against MaxTraceBytes.
+TEST_CASE("SamplesFilesCountAgainstMaxTraceBytes") {
+  const std::string spool = scratch("spool-samples");
+  ::mkdir(spool.c_str(), 0755);
+  ::mkdir((spool + "/job.3").c_str(), 0700);
+  fake_trace(spool + "/job.3/step.0", 2);  // 8 bytes of rank files
+  REQUIRE(pick_trace(spool, 3, ::geteuid(), 100).ok());
+  write(spool + "/job.3/step.0/samples.0", std::string(200, 's'));
+  const auto t = pick_trace(spool, 3, ::geteuid(), 100);
+  REQUIRE_FALSE(t.ok());
+  CHECK(t.error().line().find("MaxTraceBytes") != std::string::npos);
+  CHECK(pick_trace(spool, 3, ::geteuid(), 1 << 20).value().bytes == 208);
+}
+
+// Issue 22: a meta.json claiming a million ranks made the worker stat a million rank files
+// per step directory; now the size comes from one pass over the files that exist.
+TEST_CASE("AStepClaimingAMillionRanksIsSizedByTheFilesItHolds") {
+  const std::string spool = scratch("spool-million");
+  ::mkdir(spool.c_str(), 0755);
+  ::mkdir((spool + "/job.4").c_str(), 0700);
+  fake_trace(spool + "/job.4/step.0", 2);
+  write(spool + "/job.4/step.0/meta.json", R"({"complete": true, "ranks": 1000000, "mpi": "mpich"})");
+  const auto t = pick_trace(spool, 4, ::geteuid(), 1 << 20);
+  REQUIRE_MESSAGE(t.ok(), t.error().line());
+  CHECK(t.value().ranks == 1000000);
+  CHECK(t.value().bytes == 8);
+}
+
+// Issue 22: a step directory named with a newline wrote forged lines into root's worker log.
+TEST_CASE("TextWithANewlineStaysOneLineOfTheWorkerLog") {
+  const std::string dir = scratch("log");
+  ::mkdir(dir.c_str(), 0755);
+  const Log log(dir + "/worker.log");
+  log.line("job 5: step.0\n2026-01-01T00:00:00Z pskel[1]: job 6: forged \xff line");
+  std::ifstream in(dir + "/worker.log");
+  std::string first, second;
+  REQUIRE(std::getline(in, first));
+  CHECK_FALSE(std::getline(in, second));
+  CHECK(first.find("step.0\\n2026") != std::string::npos);
+  CHECK(first.find("\xEF\xBF\xBD") != std::string::npos);  // the stray byte, replaced
+}

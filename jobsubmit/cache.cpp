@@ -11,9 +11,9 @@ namespace {
 constexpr auto kPollInterval = std::chrono::seconds(2);
 
 void append_u32(std::string& out, uint32_t v) {
-  char buf[16];
+  char buf[16];  // 10 digits at most; on a failure ptr would be the buffer's end, not the text's
   const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, r.ptr);
+  out.append(buf, r.ec == std::errc() ? r.ptr : buf);
 }
 
 }  // namespace

@@ -18,7 +18,6 @@ extern "C" {
 #include <slurm/slurm_errno.h>
 }
 
-#include <charconv>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -56,12 +55,6 @@ struct State {
 };
 std::unique_ptr<State> g_state;
 
-std::string seconds_text(double s) {
-  char buf[32];
-  const auto r = std::to_chars(buf, buf + sizeof buf, s, std::chars_format::fixed, 1);
-  return std::string(buf, r.ptr);
-}
-
 // Sets NAME=value in the job's spank_job_env (replacing an entry of that name, which a user
 // could have sent), growing the array with Slurm's allocator.
 void set_job_env(job_desc_msg_t* job, const char* name, const std::string& value) {
@@ -82,6 +75,23 @@ void set_job_env(job_desc_msg_t* job, const char* name, const std::string& value
   job->spank_job_env[n] = slurm_xstrdup(entry.c_str());
   job->spank_job_env[n + 1] = nullptr;
   job->spank_job_env_size = n + 1;
+}
+
+// Removes every NAME=... entry from the job's spank_job_env: names only this plugin may set
+// (a user's own client could send them).
+void drop_job_env(job_desc_msg_t* job, const char* name) {
+  const size_t prefix = std::strlen(name);
+  uint32_t kept = 0;
+  for (uint32_t i = 0; i < job->spank_job_env_size; ++i) {
+    char* e = job->spank_job_env[i];
+    if (e && std::strncmp(e, name, prefix) == 0 && e[prefix] == '=') {
+      slurm_xfree(reinterpret_cast<void**>(&e));
+      continue;
+    }
+    job->spank_job_env[kept++] = e;
+  }
+  for (uint32_t i = kept; i < job->spank_job_env_size; ++i) job->spank_job_env[i] = nullptr;
+  job->spank_job_env_size = kept;
 }
 
 // Appends `text` to an xmalloc'd string field (admin_comment, err_msg).
@@ -122,6 +132,8 @@ std::string first_partition(const char* partition) {
 
 int submit(job_desc_msg_t* job, char** err_msg) {
   State& st = *g_state;
+  // The epilog records the outcome of a job carrying PSKEL_LIMITED: only a limit set here may.
+  if (job->spank_job_env) drop_job_env(job, kLimitedName);
   const Tag tag = read_tag(job);
   const std::string app = exportfile::app_key(tag.name, job->script, job->name);
   if (app.empty()) return SLURM_SUCCESS;
@@ -148,8 +160,9 @@ int submit(job_desc_msg_t* job, char** err_msg) {
     slurm_debug("pskel: uid %u app %s: %s", job->user_id, app.c_str(), d.why.c_str());
     return SLURM_SUCCESS;
   }
-  job->time_limit = d.limit;
   const std::string predicted = seconds_text(pred->predicted_seconds);
+  if (predicted.empty()) return SLURM_SUCCESS;
+  job->time_limit = d.limit;
   set_job_env(job, kLimitedName,
               std::to_string(pred->prediction_id) + ":" + predicted + ":" + std::to_string(d.limit));
   const std::string comment = "pskel: time limit " + std::to_string(d.limit) + " min from prediction #" +

@@ -1,19 +1,37 @@
 #include "policy.h"
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
+
+#include "export/export.h"
 
 namespace pskel::jobsubmit {
 
 uint32_t limit_minutes(double predicted_seconds, const Limits& limits, uint32_t partition_max) {
-  const double seconds =
-      std::max(0.0, predicted_seconds) * (1.0 + limits.margin) + limits.pad_seconds;
+  // decide() never passes a prediction outside the export's range; a direct caller might, and
+  // the uint32 conversion below is undefined for NaN and for anything past 2^32.
+  const double predicted =
+      predicted_seconds >= 0 ? std::min(predicted_seconds, exportfile::kMaxPredictedSeconds) : 0.0;
+  const double seconds = predicted * (1.0 + limits.margin) + limits.pad_seconds;
   double minutes = std::ceil(seconds / 60.0);
   if (!(minutes >= 1)) minutes = 1;
-  if (minutes > 0xfffffff0u) minutes = 0xfffffff0u;  // stay clear of NO_VAL/INFINITE
+  if (!(minutes <= kMaxLimitMinutes)) minutes = kMaxLimitMinutes;
   uint32_t limit = static_cast<uint32_t>(minutes);
   if (partition_max != kInfinite && partition_max != kNoVal && limit > partition_max)
     limit = std::max<uint32_t>(partition_max, 1);
   return limit;
+}
+
+std::string seconds_text(double s) {
+  if (!(s > 0)) s = 0;  // NaN, negatives and -0, which would print a sign
+  if (s > exportfile::kMaxPredictedSeconds) s = exportfile::kMaxPredictedSeconds;
+  // Sized for the clamped range. When to_chars fails, its ptr is the buffer's end, not the
+  // text's: copying up to it once sent 32 bytes of slurmctld's stack to a user (1e30 s).
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, s, std::chars_format::fixed, 1);
+  if (r.ec != std::errc()) return "";
+  return std::string(buf, r.ptr);
 }
 
 Decision decide(config::Policy policy, double predicted_seconds, const Limits& limits,
@@ -21,6 +39,11 @@ Decision decide(config::Policy policy, double predicted_seconds, const Limits& l
   Decision d;
   if (policy == config::Policy::Off) {
     d.why = "policy off";
+    return d;
+  }
+  if (!exportfile::valid_predicted_seconds(predicted_seconds)) {
+    // The export parser refuses these; a limit from NaN would be one minute, from 1e30 garbage.
+    d.why = "prediction out of range";
     return d;
   }
   const uint32_t limit = limit_minutes(predicted_seconds, limits, partition_max);

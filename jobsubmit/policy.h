@@ -20,8 +20,13 @@ struct Limits {
   double cap_factor = 2.0;    // policy cap: a user's limit above prediction x this is lowered
 };
 
+// The largest limit pskel sets, whatever the inputs: clear of NO_VAL and INFINITE. Predictions
+// within exportfile::kMaxPredictedSeconds and pskel.conf's Margin and Pad stay far below it.
+inline constexpr uint32_t kMaxLimitMinutes = 0xfffffff0u;
+
 // ceil((predicted x (1 + margin) + pad) / 60) minutes, at least 1, at most partition_max
-// (kInfinite or kNoVal: no maximum).
+// (kInfinite or kNoVal: no maximum) and kMaxLimitMinutes; predicted is taken as 0 when
+// negative or NaN and as kMaxPredictedSeconds when larger.
 uint32_t limit_minutes(double predicted_seconds, const Limits& limits, uint32_t partition_max);
 
 struct Decision {
@@ -30,7 +35,14 @@ struct Decision {
   std::string why;             // for admin_comment and the log: what was decided and why
 };
 
-// `user_limit` is the job's time_limit as submitted (minutes, kNoVal when not given).
+// The prediction as it goes into AdminComment, PSKEL_LIMITED and the line sbatch prints: fixed
+// notation with one decimal, at most "31536000.0" (kMaxPredictedSeconds). decide() only lets
+// valid predictions through; any other double is clamped (NaN, -0 and negatives to 0). Empty if
+// it could not be written (never, by the clamp).
+std::string seconds_text(double seconds);
+
+// `user_limit` is the job's time_limit as submitted (minutes, kNoVal when not given). A
+// prediction that is not exportfile::valid_predicted_seconds changes nothing.
 Decision decide(config::Policy policy, double predicted_seconds, const Limits& limits,
                 uint32_t user_limit, uint32_t partition_max);
 

@@ -1,6 +1,8 @@
 // pskel db list|show|forget|export and pskel report: the store (core/store) seen by an
 // administrator or a user. Exit codes: 0 ok, 1 bad input (unknown application, unreadable
-// store), 2 usage.
+// store), 2 usage. list, show and report open the store read-only: looking at a damaged store
+// must leave it as it is. Stored text came from users (names, paths, error messages): it is
+// printed through one_line (text) or json_text (JSON), never as raw bytes.
 #include <fmt/format.h>
 #include <pwd.h>
 
@@ -11,6 +13,8 @@
 #include "commands.h"
 #include "config/config.h"
 #include "store/store.h"
+#include "util/json_text.h"
+#include "util/text.h"
 #include "worker/worker.h"
 
 namespace pskel::cli {
@@ -36,7 +40,7 @@ struct Opened {
   std::optional<uint32_t> uid;
 };
 
-Result<Opened> open_store(const DbOptions& o) {
+Result<Opened> open_store(const DbOptions& o, store::Access access) {
   const std::string path = o.conf.empty() ? config::default_config_path() : o.conf;
   auto conf = config::load_config(path, o.conf.empty());
   if (!conf) return conf.error();
@@ -52,12 +56,16 @@ Result<Opened> open_store(const DbOptions& o) {
       uid = pw->pw_uid;
     }
   }
-  auto store = store::Store::open(conf.value().database);
+  auto store = store::Store::open(conf.value().database, access);
   if (!store) return store.error();
   return Opened{std::move(conf).value(), std::move(store).value(), uid};
 }
 
 std::string seconds(double s) { return s < 0 ? "-" : fmt::format("{:.1f}", s); }
+
+// Stored text may hold a newline, a terminal escape or invalid UTF-8 (users chose it): on the
+// terminal it is one line, escaped.
+std::string shown(const std::string& s, size_t max_bytes = 200) { return one_line(s, max_bytes); }
 
 nlohmann::json app_json(const store::Application& a) {
   return {{"id", a.id},           {"uid", a.uid},         {"user", a.user},
@@ -73,11 +81,11 @@ void print_json_rows(const std::vector<Row>& rows, Fields fields) {
     fields(row, j);
     out.push_back(j);
   }
-  fmt::print("{}\n", out.dump(2));
+  fmt::print("{}\n", json_text(out, 2));
 }
 
 int list(const DbOptions& o) {
-  auto db = open_store(o);
+  auto db = open_store(o, store::Access::ReadOnly);
   if (!db) return fail(db.error().line());
   auto apps = db.value().store.list(db.value().uid);
   if (!apps) return fail(apps.error().line());
@@ -93,9 +101,9 @@ int list(const DbOptions& o) {
   fmt::print("{:>5}  {:<12} {:<32} {:>6} {:>11}  {}\n", "id", "user", "application", "traces",
              "predictions", "last trace");
   for (const auto& s : apps.value())
-    fmt::print("{:>5}  {:<12} {:<32} {:>6} {:>11}  {}{}\n", s.app.id, s.app.user, s.app.key,
-               s.traces, s.predictions, s.last_state,
-               s.last_message.empty() ? "" : " (" + s.last_message + ")");
+    fmt::print("{:>5}  {:<12} {:<32} {:>6} {:>11}  {}{}\n", s.app.id, shown(s.app.user),
+               shown(s.app.key), s.traces, s.predictions, shown(s.last_state),
+               s.last_message.empty() ? "" : " (" + shown(s.last_message, 400) + ")");
   return 0;
 }
 
@@ -103,12 +111,12 @@ int list(const DbOptions& o) {
 Result<std::vector<store::Application>> find(const Opened& db, const std::string& app) {
   auto apps = db.store.find_applications(app, db.uid);
   if (!apps) return apps.error();
-  if (apps.value().empty()) return Error{db.conf.database, "no application " + app};
+  if (apps.value().empty()) return Error{db.conf.database, "no application " + shown(app)};
   return apps;
 }
 
 int show(const DbOptions& o, const std::string& app) {
-  auto db = open_store(o);
+  auto db = open_store(o, store::Access::ReadOnly);
   if (!db) return fail(db.error().line());
   auto apps = find(db.value(), app);
   if (!apps) return fail(apps.error().line());
@@ -117,7 +125,10 @@ int show(const DbOptions& o, const std::string& app) {
     auto traces = db.value().store.traces(a.id);
     auto predictions = db.value().store.predictions(a.id);
     auto outcomes = db.value().store.outcomes(a.id);
-    if (!traces || !predictions || !outcomes) return fail("store: cannot read " + a.key);
+    for (const Error* e : {traces ? nullptr : &traces.error(),
+                           predictions ? nullptr : &predictions.error(),
+                           outcomes ? nullptr : &outcomes.error()})
+      if (e) return fail(e->line() + " (application " + shown(a.key) + ")");
     nlohmann::json j = app_json(a);
     j["traces"] = nlohmann::json::array();
     for (const auto& t : traces.value())
@@ -137,54 +148,57 @@ int show(const DbOptions& o, const std::string& app) {
                                {"actual_seconds", c.actual_seconds}, {"state", c.state}});
     out.push_back(j);
     if (o.json) continue;
-    fmt::print("application {} (id {}) of {} (uid {})\n", a.key, a.id, a.user, a.uid);
+    fmt::print("application {} (id {}) of {} (uid {})\n", shown(a.key), a.id, shown(a.user), a.uid);
     for (const auto& t : traces.value())
       fmt::print("  trace    job {:<8} {} tasks, {:<10} {:<8} {}{}  run time {} s\n", t.job_id,
-                 t.ntasks, t.partition, t.state, t.step, t.message.empty() ? "" : ": " + t.message,
-                 seconds(t.runtime_seconds));
+                 t.ntasks, shown(t.partition), shown(t.state), shown(t.step),
+                 t.message.empty() ? "" : ": " + shown(t.message, 400), seconds(t.runtime_seconds));
     for (const auto& p : predictions.value())
       fmt::print("  predict  #{:<7} {} tasks, {:<10} {} s (skeleton {} s x {})\n", p.id, p.ntasks,
-                 p.partition, seconds(p.predicted_seconds), seconds(p.skeleton_seconds), p.scale);
+                 shown(p.partition), seconds(p.predicted_seconds), seconds(p.skeleton_seconds),
+                 p.scale);
     for (const auto& c : outcomes.value())
       fmt::print("  outcome  job {:<8} predicted {} s, limit {} min, actual {} s, {}\n", c.job_id,
-                 seconds(c.predicted_seconds), c.limit_minutes, seconds(c.actual_seconds), c.state);
+                 seconds(c.predicted_seconds), c.limit_minutes, seconds(c.actual_seconds),
+                 shown(c.state));
   }
-  if (o.json) fmt::print("{}\n", out.dump(2));
+  if (o.json) fmt::print("{}\n", json_text(out, 2));
   return 0;
 }
 
 int forget(const DbOptions& o, const std::string& app) {
-  auto db = open_store(o);
+  auto db = open_store(o, store::Access::ReadWrite);
   if (!db) return fail(db.error().line());
   auto apps = find(db.value(), app);
   if (!apps) return fail(apps.error().line());
   if (apps.value().size() > 1)
-    return fail(fmt::format("{}: {} users have an application of that name (give --user)", app,
-                            apps.value().size()));
+    return fail(fmt::format("{}: {} users have an application of that name (give --user)",
+                            shown(app), apps.value().size()));
   const store::Application& a = apps.value().front();
   if (auto r = db.value().store.forget(a.id); !r) return fail(r.error().line());
   std::string note;
   if (auto w = worker::publish(db.value().conf, db.value().store, &note); !w)
     return fail("forgotten, but the export was not rewritten: " + w.error().line());
-  if (o.json) fmt::print("{}\n", app_json(a).dump(2));
-  else fmt::print("forgot {} of {} (uid {})\n", a.key, a.user, a.uid);
+  if (o.json) fmt::print("{}\n", json_text(app_json(a), 2));
+  else fmt::print("forgot {} of {} (uid {})\n", shown(a.key), shown(a.user), a.uid);
   return 0;
 }
 
 int write_export(const DbOptions& o) {
-  auto db = open_store(o);
+  auto db = open_store(o, store::Access::ReadWrite);
   if (!db) return fail(db.error().line());
   std::string note;
   if (auto w = worker::publish(db.value().conf, db.value().store, &note); !w)
     return fail(w.error().line());
-  if (!note.empty()) fmt::print(stderr, "pskel: {}\n", note);
-  if (o.json) fmt::print("{}\n", nlohmann::json{{"export", db.value().conf.export_file}}.dump(2));
+  if (!note.empty()) fmt::print(stderr, "pskel: {}\n", shown(note, 400));
+  if (o.json)
+    fmt::print("{}\n", json_text(nlohmann::json{{"export", db.value().conf.export_file}}, 2));
   else fmt::print("export written to {}\n", db.value().conf.export_file);
   return 0;
 }
 
 int report(const DbOptions& o) {
-  auto db = open_store(o);
+  auto db = open_store(o, store::Access::ReadOnly);
   if (!db) return fail(db.error().line());
   auto rows = db.value().store.report(db.value().uid);
   if (!rows) return fail(rows.error().line());
@@ -202,9 +216,9 @@ int report(const DbOptions& o) {
   fmt::print("{:<12} {:<32} {:>5} {:>10} {:>10} {:>11} {:>10} {:>8}\n", "user", "application",
              "jobs", "mean err%", "max err%", "predicted s", "actual s", "timeouts");
   for (const auto& r : rows.value())
-    fmt::print("{:<12} {:<32} {:>5} {:>10.1f} {:>10.1f} {:>11.1f} {:>10.1f} {:>8}\n", r.app.user,
-               r.app.key, r.jobs, r.mean_abs_error_pct, r.max_abs_error_pct, r.mean_predicted,
-               r.mean_actual, r.timeouts);
+    fmt::print("{:<12} {:<32} {:>5} {:>10.1f} {:>10.1f} {:>11.1f} {:>10.1f} {:>8}\n",
+               shown(r.app.user), shown(r.app.key), r.jobs, r.mean_abs_error_pct,
+               r.max_abs_error_pct, r.mean_predicted, r.mean_actual, r.timeouts);
   return 0;
 }
 

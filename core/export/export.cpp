@@ -6,7 +6,6 @@
 
 #include <cerrno>
 #include <charconv>
-#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <type_traits>
@@ -19,33 +18,49 @@ namespace {
 
 constexpr std::string_view kHeader = "pskel-export 1";
 
-void append_number(std::string& out, double v) {
-  char buf[64];
+// The shortest text that reads back as `v` (what from_chars parses); false when it does not fit,
+// which no double does: the longest, "-2.2250738585072014e-308", has 24 characters.
+bool append_number(std::string& out, double v) {
+  if (v == 0) v = 0;  // -0 would be written "-0", which the parser refuses
+  char buf[32];
   const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  if (r.ec != std::errc()) return false;
   out.append(buf, r.ptr);
+  return true;
 }
 
 template <class T>
 void append_int(std::string& out, T v) {
-  char buf[32];
+  char buf[32];  // 20 digits and a sign at most
   const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, r.ptr);
+  out.append(buf, r.ec == std::errc() ? r.ptr : buf);
 }
 
-void append_field(std::string& out, std::string_view v) { out += v; }
-void append_field(std::string& out, double v) { append_number(out, v); }
+bool append_field(std::string& out, std::string_view v) {
+  out += v;
+  return true;
+}
+bool append_field(std::string& out, double v) { return append_number(out, v); }
 template <class T>
   requires std::is_integral_v<T>
-void append_field(std::string& out, T v) {
+bool append_field(std::string& out, T v) {
   append_int(out, v);
+  return true;
 }
 
-// Appends the fields separated by one blank, and a newline.
+// Appends the fields separated by one blank, and a newline; on a field that cannot be written,
+// appends nothing and returns false.
 template <class First, class... Rest>
-void append_line(std::string& out, const First& first, const Rest&... rest) {
-  append_field(out, first);
-  ((out += ' ', append_field(out, rest)), ...);
+bool append_line(std::string& out, const First& first, const Rest&... rest) {
+  const size_t start = out.size();
+  bool ok = append_field(out, first);
+  ((ok = ok && (out += ' ', append_field(out, rest))), ...);
+  if (!ok) {
+    out.resize(start);
+    return false;
+  }
   out += '\n';
+  return true;
 }
 
 // Splits a line into exactly `n` blank-separated words; false on any other shape.
@@ -70,10 +85,12 @@ bool to_int(std::string_view s, T* out) {
   return r.ec == std::errc() && r.ptr == s.data() + s.size();
 }
 
-bool to_double(std::string_view s, double* out) {
-  if (s.empty() || s[0] == '+') return false;
+// A predicted run time as the writer writes it: no sign (not even "-0"), no inf or nan, within
+// kMaxPredictedSeconds.
+bool to_seconds(std::string_view s, double* out) {
+  if (s.empty() || s[0] == '+' || s[0] == '-') return false;
   const auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return r.ec == std::errc() && r.ptr == s.data() + s.size() && std::isfinite(*out);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size() && valid_predicted_seconds(*out);
 }
 
 bool to_hex32(std::string_view s, uint32_t* out) {
@@ -88,6 +105,12 @@ Error syscall_error(const std::string& path, const char* what) {
   return Error{path, std::string(what) + ": " + std::strerror(errno)};
 }
 
+// A field of a bad record as quoted in an error: slurmctld's log gets no byte of a corrupt file
+// that is not printable.
+std::string quoted(std::string_view field) {
+  return valid_word(field) ? std::string(field) : std::string("(unprintable)");
+}
+
 }  // namespace
 
 bool valid_word(std::string_view word) {
@@ -97,23 +120,35 @@ bool valid_word(std::string_view word) {
   return true;
 }
 
+bool valid_predicted_seconds(double seconds) {
+  return seconds >= 0 && seconds <= kMaxPredictedSeconds;  // false for nan
+}
+
+bool valid_entry(const Entry& e) {
+  return valid_word(e.partition) && valid_word(e.app) && e.ntasks > 0 &&
+         valid_predicted_seconds(e.predicted_seconds);
+}
+
 std::string format(const Data& data) {
   std::string out;
   out.reserve(64 + data.partitions.size() * 32 + data.entries.size() * 48);
   out += kHeader;
   out += '\n';
+  size_t partitions = 0, entries = 0;
   for (const Partition& p : data.partitions) {
+    if (!valid_word(p.name)) continue;
     const std::string max = p.max_minutes == kUnlimited ? "unlimited" : std::to_string(p.max_minutes);
-    append_line(out, std::string_view("P"), std::string_view(p.name), std::string_view(max),
-                 std::string_view(p.is_default ? "default" : "-"));
+    partitions += append_line(out, std::string_view("P"), std::string_view(p.name),
+                              std::string_view(max), std::string_view(p.is_default ? "default" : "-"));
   }
-  for (const Entry& e : data.entries)
-    append_line(out, std::string_view("E"), e.uid, e.ntasks, std::string_view(e.partition),
-                e.predicted_seconds, e.prediction_id, std::string_view(e.app));
+  for (const Entry& e : data.entries) {
+    if (!valid_entry(e)) continue;
+    entries += append_line(out, std::string_view("E"), e.uid, e.ntasks, std::string_view(e.partition),
+                           e.predicted_seconds, e.prediction_id, std::string_view(e.app));
+  }
   char crc[16];
   snprintf(crc, sizeof crc, "%08x", crc32c(out.data(), out.size()));
-  append_line(out, std::string_view("end"), data.entries.size(), data.partitions.size(),
-              std::string_view(crc));
+  append_line(out, std::string_view("end"), entries, partitions, std::string_view(crc));
   return out;
 }
 
@@ -143,7 +178,7 @@ Result<Data> parse(std::string_view text, const std::string& origin) {
       if (!valid_word(w[1])) return bad("bad partition name");
       p.name = w[1];
       if (w[2] != "unlimited" && (!to_int(w[2], &p.max_minutes) || p.max_minutes == kUnlimited))
-        return bad("bad partition max time: " + std::string(w[2]));
+        return bad("bad partition max time: " + quoted(w[2]));
       if (w[3] != "default" && w[3] != "-") return bad("expected default or -");
       p.is_default = w[3] == "default";
       data.partitions.push_back(std::move(p));
@@ -154,8 +189,10 @@ Result<Data> parse(std::string_view text, const std::string& origin) {
       if (!to_int(w[1], &e.uid) || !to_int(w[2], &e.ntasks) || e.ntasks == 0)
         return bad("bad uid or task count");
       if (!valid_word(w[3]) || !valid_word(w[6])) return bad("bad partition or application");
-      if (!to_double(w[4], &e.predicted_seconds) || e.predicted_seconds < 0)
-        return bad("bad predicted seconds: " + std::string(w[4]));
+      if (!to_seconds(w[4], &e.predicted_seconds))
+        return bad("bad predicted seconds (not a number from 0 to " +
+                   std::to_string(static_cast<uint64_t>(kMaxPredictedSeconds)) +
+                   "): " + quoted(w[4]));
       if (!to_int(w[5], &e.prediction_id)) return bad("bad prediction id");
       e.partition = w[3];
       e.app = w[6];

@@ -24,6 +24,16 @@ namespace pskel::exportfile {
 inline constexpr uint32_t kUnlimited = 0xffffffff;  // a partition without MaxTime
 inline constexpr size_t kMaxFileBytes = 256u << 20;   // bigger files are refused unread
 
+// The largest predicted run time that may become a time limit: one year. The number comes from
+// the user's own calibration run, and job_submit turns it into text and into a uint32 count of
+// minutes (NO_VAL and INFINITE reserved). At this bound, with pskel.conf's largest Margin (100)
+// and Pad (7 days), the limit is 53,095,680 minutes, far below NO_VAL, and the number is 10
+// characters with one decimal. No batch job runs for a year.
+inline constexpr double kMaxPredictedSeconds = 365.0 * 86400;
+
+// True for a prediction the export may carry: finite, 0 to kMaxPredictedSeconds.
+bool valid_predicted_seconds(double seconds);
+
 struct Partition {
   std::string name;
   uint32_t max_minutes = kUnlimited;
@@ -47,14 +57,18 @@ struct Data {
 // A word that may appear in a record: 1-128 bytes, printable ASCII without blanks.
 bool valid_word(std::string_view word);
 
-// The file's text. REQUIRES: every name and key is a valid_word and every number finite.
+// An entry parse() would accept: valid words, ntasks >= 1, valid_predicted_seconds.
+bool valid_entry(const Entry& entry);
+
+// The file's text. Entries that are not valid_entry and partitions whose name is not a
+// valid_word are left out: one bad row must not make every user's predictions unreadable.
 std::string format(const Data& data);
 
 // Parses and verifies a whole file; `origin` names it in errors ("<origin>:<line>: <what>").
 Result<Data> parse(std::string_view text, const std::string& origin);
 
-// Writes `data` to `path` atomically: a temporary file beside it, fsync, rename, fsync of the
-// directory. A reader sees either the old file or the new one, never a mix.
+// Writes format(data) to `path` atomically: a temporary file beside it, fsync, rename, fsync of
+// the directory. A reader sees either the old file or the new one, never a mix.
 Result<bool> write_atomic(const std::string& path, const Data& data);
 
 // Reads a regular file of at most kMaxFileBytes, never through a symlink or from a FIFO; the

@@ -5,11 +5,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <ctime>
 #include <utility>
+
+#include "util/text.h"
 
 namespace pskel::store {
 namespace {
@@ -75,7 +78,9 @@ CREATE TABLE IF NOT EXISTS partitions(
 
 int64_t now() { return static_cast<int64_t>(std::time(nullptr)); }
 
-// A prepared statement: bind with bind(...), step with next()/run().
+// A prepared statement: bind with bind(...), step with next()/run(). The column readers check
+// the type of what they read: the first mismatch ends the iteration like an SQLite error and is
+// what error() reports.
 class Stmt {
  public:
   Stmt(sqlite3* db, const char* sql) : db_(db) {
@@ -103,14 +108,47 @@ class Stmt {
     return error();
   }
   bool ok() const { return rc_ == SQLITE_OK || rc_ == SQLITE_ROW || rc_ == SQLITE_DONE; }
-  Error error() const { return Error{sqlite3_db_filename(db_, "main"), sqlite3_errmsg(db_)}; }
+  Error error() const {
+    const char* file = sqlite3_db_filename(db_, "main");
+    return Error{file ? file : "", bad_.empty() ? sqlite3_errmsg(db_) : bad_};
+  }
+  // Forgets a type mismatch in the current row, so that the next row can be read.
+  void skip_bad_row() {
+    if (!bad_.empty()) rc_ = SQLITE_ROW;
+    bad_.clear();
+  }
 
-  int64_t i64(int col) const { return sqlite3_column_int64(stmt_, col); }
-  uint32_t u32(int col) const { return static_cast<uint32_t>(sqlite3_column_int64(stmt_, col)); }
-  double f64(int col) const { return sqlite3_column_double(stmt_, col); }
+  int64_t i64(int col) const {
+    if (!is(col, SQLITE_INTEGER, "an integer")) return 0;
+    return sqlite3_column_int64(stmt_, col);
+  }
+  uint32_t u32(int col) const {
+    const int64_t v = i64(col);
+    if (v < 0 || v > int64_t{0xffffffff}) {
+      mismatch(col, "an integer from 0 to 4294967295", "out of range");
+      return 0;
+    }
+    return static_cast<uint32_t>(v);
+  }
+  // REAL columns hold integers too (a value written as 3600 stays an integer in SQLite).
+  double f64(int col) const {
+    const int type = sqlite3_column_type(stmt_, col);
+    if (type != SQLITE_FLOAT && type != SQLITE_INTEGER) {
+      mismatch(col, "a number", type_name(type));
+      return 0;
+    }
+    const double v = sqlite3_column_double(stmt_, col);
+    if (!std::isfinite(v)) mismatch(col, "a finite number", "infinite");
+    return v;
+  }
+  // NULL reads as "" (a subquery that found no row); the bytes as stored, NULs included.
   std::string text(int col) const {
+    const int type = sqlite3_column_type(stmt_, col);
+    if (type == SQLITE_NULL) return "";
+    if (!is(col, SQLITE_TEXT, "text")) return "";
     const auto* p = sqlite3_column_text(stmt_, col);
-    return p ? reinterpret_cast<const char*>(p) : "";
+    const int n = sqlite3_column_bytes(stmt_, col);
+    return p && n > 0 ? std::string(reinterpret_cast<const char*>(p), static_cast<size_t>(n)) : "";
   }
 
  private:
@@ -130,15 +168,43 @@ class Stmt {
     if (rc != SQLITE_OK && rc_ == SQLITE_OK) rc_ = rc;
   }
 
+  static const char* type_name(int type) {
+    switch (type) {
+      case SQLITE_INTEGER: return "an integer";
+      case SQLITE_FLOAT: return "a real";
+      case SQLITE_TEXT: return "text";
+      case SQLITE_BLOB: return "a blob";
+      default: return "null";
+    }
+  }
+  bool is(int col, int type, const char* expected) const {
+    const int found = sqlite3_column_type(stmt_, col);
+    if (found == type) return true;
+    mismatch(col, expected, type_name(found));
+    return false;
+  }
+  // Only the first mismatch of a row is kept: it names the table and column to look at.
+  void mismatch(int col, const char* expected, const char* found) const {
+    if (!bad_.empty()) return;
+    const char* table = sqlite3_column_table_name(stmt_, col);  // null for computed columns
+    const char* name = sqlite3_column_name(stmt_, col);
+    bad_ = std::string("damaged row") + (table ? std::string(" in ") + table : "") + ": column " +
+           (name ? name : "?") + " is " + found + ", expected " + expected;
+    rc_ = SQLITE_MISMATCH;
+  }
+
   sqlite3* db_;
   sqlite3_stmt* stmt_ = nullptr;
-  int rc_;
+  // Set by the const column readers too: a type mismatch ends the query like an SQLite error.
+  mutable int rc_;
+  mutable std::string bad_;
 };
 
 Result<bool> exec(sqlite3* db, const char* sql) {
   char* msg = nullptr;
   if (sqlite3_exec(db, sql, nullptr, nullptr, &msg) == SQLITE_OK) return true;
-  Error e{sqlite3_db_filename(db, "main"), msg ? msg : sqlite3_errmsg(db)};
+  const char* file = sqlite3_db_filename(db, "main");
+  Error e{file ? file : "", msg ? msg : sqlite3_errmsg(db)};
   sqlite3_free(msg);
   return e;
 }
@@ -185,30 +251,118 @@ auto collect(Stmt& s, F read) -> Result<std::vector<decltype(read(s))>> {
 
 }  // namespace
 
-Result<Store> Store::open(const std::string& path) {
+namespace {
+
+const char* const kTables[] = {"meta",        "applications", "traces",    "skeletons",
+                               "predictions", "outcomes",     "partitions"};
+
+// Whether the opened database is pskel's, of this schema version. `for_writing`: a database
+// without any table passes (a new file, about to get the schema), and of pskel's tables only
+// meta must be there (CREATE TABLE IF NOT EXISTS adds the others); otherwise all of them. Reading
+// sqlite_master is the first read of the file: a file that is not SQLite fails here.
+Result<bool> check_schema(sqlite3* db, const std::string& path, bool for_writing) {
+  Stmt tables(db, "SELECT name FROM sqlite_master WHERE type='table'");
+  std::vector<std::string> found;
+  while (tables.next()) found.push_back(tables.text(0));
+  if (!tables.ok()) return Error{path, tables.error().what};
+  if (found.empty()) {
+    if (for_writing) return true;
+    return Error{path, "not a pskel store (no tables)"};
+  }
+  for (const char* t : kTables) {
+    if (std::find(found.begin(), found.end(), t) != found.end()) continue;
+    if (for_writing && std::string_view(t) != "meta") continue;
+    return Error{path, std::string("not a pskel store (no table ") + t + ")"};
+  }
+  Stmt version(db, "SELECT value FROM meta WHERE key='schema_version'");
+  if (!version.next()) {
+    if (!version.ok()) return Error{path, version.error().what};
+    return Error{path, "not a pskel store (no schema version)"};
+  }
+  const std::string v = version.text(0);
+  if (!version.ok()) return Error{path, version.error().what};
+  if (v != std::to_string(kSchemaVersion))
+    return Error{path, "schema version " + one_line(v, 40) + ", this pskel knows " +
+                           std::to_string(kSchemaVersion)};
+  return true;
+}
+
+uint32_t be32(const unsigned char* p) {
+  return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3];
+}
+
+// SQLite notices a truncated file only when a query reaches a missing page ("database disk
+// image is malformed", or nothing at all when no query does). Its 100-byte header says how long
+// the file is; when no WAL holds newer pages, a shorter file has lost its end.
+Result<bool> check_length(const std::string& path, off_t size) {
+  static constexpr char kMagic[] = "SQLite format 3";  // and its NUL: 16 bytes
+  unsigned char h[100];
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return Error{path, std::string("cannot open the store: ") + std::strerror(errno)};
+  const ssize_t n = ::pread(fd, h, sizeof h, 0);
+  ::close(fd);
+  if (n < 0) return Error{path, std::string("cannot read the store: ") + std::strerror(errno)};
+  if (n < static_cast<ssize_t>(sizeof h))
+    return Error{path, "not a pskel store: " + std::to_string(n) +
+                           " bytes, less than an SQLite header (truncated?)"};
+  if (std::memcmp(h, kMagic, sizeof kMagic) != 0) return Error{path, "not an SQLite database"};
+  const uint32_t page_size = h[16] << 8 | h[17];
+  const uint64_t bytes = uint64_t{page_size == 1 ? 65536u : page_size} * be32(h + 28);
+  const bool count_valid = be32(h + 24) == be32(h + 92);
+  struct stat wal;
+  const bool wal_has_pages = ::stat((path + "-wal").c_str(), &wal) == 0 && wal.st_size > 0;
+  if (count_valid && !wal_has_pages && static_cast<uint64_t>(size) < bytes)
+    return Error{path, "truncated store: " + std::to_string(size) + " bytes, its header says " +
+                           std::to_string(bytes)};
+  return true;
+}
+
+Result<sqlite3*> open_db(const std::string& path, int flags) {
   sqlite3* db = nullptr;
-  const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX |
-                    SQLITE_OPEN_NOFOLLOW;
-  if (sqlite3_open_v2(path.c_str(), &db, flags, nullptr) != SQLITE_OK) {
+  if (sqlite3_open_v2(path.c_str(), &db, flags | SQLITE_OPEN_FULLMUTEX | SQLITE_OPEN_NOFOLLOW,
+                      nullptr) != SQLITE_OK) {
     Error e{path, std::string(db ? sqlite3_errmsg(db) : "cannot open") +
                       (sqlite3_errcode(db) == SQLITE_CANTOPEN ? " (does its directory exist?)" : "")};
     sqlite3_close(db);
     return e;
   }
-  Store store(db, path);
   sqlite3_busy_timeout(db, 30000);
-  PSKEL_TRY(exec(db, "PRAGMA foreign_keys=ON"));
-  PSKEL_TRY(exec(db, "PRAGMA journal_mode=WAL"));
-  PSKEL_TRY(exec(db, "PRAGMA synchronous=NORMAL"));
+  return db;
+}
+
+}  // namespace
+
+Result<Store> Store::open(const std::string& path, Access access) {
+  if (access == Access::ReadOnly) {
+    // SQLite would open a missing or empty file as an empty database and report "no such
+    // table" later; the file itself is what is wrong, said so up front.
+    struct stat st;
+    if (::lstat(path.c_str(), &st) != 0)
+      return Error{path, std::string("cannot open the store: ") + std::strerror(errno)};
+    if (S_ISLNK(st.st_mode)) return Error{path, "the store is a symbolic link"};
+    if (!S_ISREG(st.st_mode)) return Error{path, "the store is not a regular file"};
+    if (st.st_size == 0) return Error{path, "empty file, not a pskel store"};
+    PSKEL_TRY(check_length(path, st.st_size));
+    auto db = open_db(path, SQLITE_OPEN_READONLY);
+    if (!db) return db.error();
+    Store store(db.value(), path);
+    PSKEL_TRY(check_schema(db.value(), path, false));
+    return store;
+  }
+  auto db = open_db(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  if (!db) return db.error();
+  Store store(db.value(), path);
+  // Before anything is written: a file that is not SQLite, or a database of other tables,
+  // stays as it is.
+  PSKEL_TRY(check_schema(db.value(), path, true));
+  PSKEL_TRY(exec(db.value(), "PRAGMA foreign_keys=ON"));
+  PSKEL_TRY(exec(db.value(), "PRAGMA journal_mode=WAL"));
+  PSKEL_TRY(exec(db.value(), "PRAGMA synchronous=NORMAL"));
   {
-    Transaction tx(db);
+    Transaction tx(db.value());
     PSKEL_TRY(tx.begun());
-    PSKEL_TRY(exec(db, kSchema));
-    Stmt version(db, "SELECT value FROM meta WHERE key='schema_version'");
-    if (version.next() && version.text(0) != std::to_string(kSchemaVersion))
-      return Error{path, "schema version " + version.text(0) + ", this pskel knows " +
-                             std::to_string(kSchemaVersion)};
-    PSKEL_TRY(Stmt(db, "INSERT OR IGNORE INTO meta(key, value) VALUES('schema_version', ?)")
+    PSKEL_TRY(exec(db.value(), kSchema));
+    PSKEL_TRY(Stmt(db.value(), "INSERT OR IGNORE INTO meta(key, value) VALUES('schema_version', ?)")
                   .bind(std::to_string(kSchemaVersion))
                   .run());
     PSKEL_TRY(tx.commit());
@@ -243,7 +397,9 @@ Result<int64_t> Store::ensure_application(uint32_t uid, const std::string& user,
   Stmt s(db_, "SELECT id FROM applications WHERE uid=? AND key=?");
   s.bind(uid, key);
   if (!s.next()) return s.ok() ? Error{path_, "application vanished"} : s.error();
-  return s.i64(0);
+  const int64_t id = s.i64(0);
+  if (!s.ok()) return s.error();
+  return id;
 }
 
 Result<bool> Store::put_trace(const Trace& t) {
@@ -270,6 +426,20 @@ Result<bool> Store::set_trace_runtime(int64_t job_id, double seconds) {
 
 Result<std::vector<int64_t>> Store::add_predictions(int64_t job_id, const Skeleton& skeleton,
                                                     const std::vector<Prediction>& predictions) {
+  // The numbers come from the user's own calibration run; what is stored here is what reaches
+  // slurmctld through the export.
+  for (const Prediction& p : predictions) {
+    if (!exportfile::valid_predicted_seconds(p.predicted_seconds))
+      return Error{path_, "prediction for " + p.partition + " out of range (not 0 to " +
+                              std::to_string(static_cast<int64_t>(exportfile::kMaxPredictedSeconds)) +
+                              " s): nothing stored"};
+    if (!(std::isfinite(p.skeleton_seconds) && p.skeleton_seconds >= 0 &&
+          std::isfinite(p.scale) && p.scale >= 0))
+      return Error{path_, "skeleton time or scale for " + p.partition +
+                              " not a finite number >= 0: nothing stored"};
+  }
+  if (!(std::isfinite(skeleton.scale) && skeleton.scale >= 0))
+    return Error{path_, "skeleton scale not a finite number >= 0: nothing stored"};
   Transaction tx(db_);
   PSKEL_TRY(tx.begun());
   PSKEL_TRY(Stmt(db_, "INSERT INTO skeletons(job_id, dir, binary, scale, created) VALUES(?,?,?,?,?)")
@@ -297,6 +467,11 @@ Result<std::vector<int64_t>> Store::add_predictions(int64_t job_id, const Skelet
 }
 
 Result<bool> Store::record_outcome(const Outcome& o) {
+  // The numbers come through the job's environment (PSKEL_LIMITED), which job_submit_pskel.so
+  // writes within the export's range but a user's own client could send.
+  if (!exportfile::valid_predicted_seconds(o.predicted_seconds) || !std::isfinite(o.actual_seconds))
+    return Error{path_, "outcome of job " + std::to_string(o.job_id) +
+                            ": predicted or actual run time out of range: nothing stored"};
   return Stmt(db_,
               "INSERT OR REPLACE INTO outcomes(job_id, uid, prediction_id, app_id, "
               "predicted_seconds, limit_minutes, actual_seconds, state, recorded) "
@@ -365,9 +540,13 @@ Result<std::vector<Trace>> Store::traces(int64_t app_id) const {
 Result<std::optional<Trace>> Store::trace(int64_t job_id) const {
   Stmt s(db_, (std::string("SELECT ") + kTraceColumns + " FROM traces WHERE job_id=?").c_str());
   s.bind(job_id);
-  if (s.next()) return std::optional<Trace>(read_trace(s));
+  if (!s.next()) {
+    if (!s.ok()) return s.error();
+    return std::optional<Trace>();
+  }
+  Trace t = read_trace(s);
   if (!s.ok()) return s.error();
-  return std::optional<Trace>();
+  return std::optional<Trace>(std::move(t));
 }
 
 Result<std::vector<Prediction>> Store::predictions(int64_t app_id) const {
@@ -409,16 +588,18 @@ Result<std::vector<Accuracy>> Store::report(std::optional<uint32_t> uid) const {
   std::vector<Accuracy> out;
   while (s.next()) {
     const Application app = read_application(s, 0);
+    const double predicted = s.f64(6), actual = s.f64(7);
+    const bool timeout = s.text(8) == "TIMEOUT";
+    if (!s.ok()) break;
     if (out.empty() || out.back().app.id != app.id) out.push_back(Accuracy{app});
     Accuracy& a = out.back();
-    const double predicted = s.f64(6), actual = s.f64(7);
     const double err = std::fabs(predicted - actual) / actual * 100.0;
     a.jobs += 1;
     a.mean_abs_error_pct += err;
     a.max_abs_error_pct = std::max(a.max_abs_error_pct, err);
     a.mean_predicted += predicted;
     a.mean_actual += actual;
-    a.timeouts += s.text(8) == "TIMEOUT" ? 1 : 0;
+    a.timeouts += timeout ? 1 : 0;
   }
   if (!s.ok()) return s.error();
   for (Accuracy& a : out) {
@@ -433,7 +614,11 @@ Result<exportfile::Data> Store::export_data() const {
   exportfile::Data data;
   Stmt parts(db_, "SELECT name, max_minutes, is_default FROM partitions ORDER BY name");
   while (parts.next()) {
-    exportfile::Partition p{parts.text(0), static_cast<uint32_t>(parts.i64(1)), parts.i64(2) != 0};
+    exportfile::Partition p{parts.text(0), parts.u32(1), parts.i64(2) != 0};
+    if (!parts.ok()) {
+      parts.skip_bad_row();
+      continue;
+    }
     if (exportfile::valid_word(p.name)) data.partitions.push_back(std::move(p));
   }
   if (!parts.ok()) return parts.error();
@@ -446,9 +631,11 @@ Result<exportfile::Data> Store::export_data() const {
          "WHERE a.script_key <> '' AND a.script_key <> a.key ORDER BY 5");
   while (s.next()) {
     exportfile::Entry e{s.u32(0), s.u32(1), s.text(2), s.text(5), s.f64(3), s.i64(4)};
-    if (exportfile::valid_word(e.partition) && exportfile::valid_word(e.app) && e.ntasks > 0 &&
-        std::isfinite(e.predicted_seconds) && e.predicted_seconds >= 0)
-      data.entries.push_back(std::move(e));
+    if (!s.ok()) {
+      s.skip_bad_row();
+      continue;
+    }
+    if (exportfile::valid_entry(e)) data.entries.push_back(std::move(e));
   }
   if (!s.ok()) return s.error();
   return data;

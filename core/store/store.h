@@ -7,6 +7,11 @@
 // Every change that belongs together is one transaction: a worker killed at any point leaves
 // either all of a skeleton's predictions or none. Several processes may use the database at
 // once (WAL, busy timeout). Thread safety: a Store is used by one thread at a time.
+//
+// The file may be damaged or edited by hand: every reader checks each column's type (an
+// integer where an integer belongs, a finite number, text) and returns an Error naming the
+// store for a row that does not fit, rather than reading it as 0. export_data() leaves such
+// rows out instead. Text is returned as stored: it may hold invalid UTF-8 or control bytes.
 #pragma once
 
 #include <sqlite3.h>
@@ -96,10 +101,21 @@ struct Accuracy {
   int timeouts = 0;             // jobs that hit the limit pskel set
 };
 
+enum class Access {
+  // Creates the file (mode 0644) and the schema when they are not there: the epilog worker and
+  // the commands that change the store (db forget, db export). A database of other tables is
+  // refused, never given pskel's.
+  ReadWrite,
+  // Opens an existing pskel store without writing a byte of it (SQLITE_OPEN_READONLY): no
+  // schema created, no journal mode set, no chmod. A missing, empty or non-SQLite file, or a
+  // database without pskel's schema, is an Error naming the file. For the commands that only
+  // read (db list, db show, report): looking must not repair, truncate or create.
+  ReadOnly,
+};
+
 class Store {
  public:
-  // Opens (creating if needed, mode 0644) and migrates the schema.
-  static Result<Store> open(const std::string& path);
+  static Result<Store> open(const std::string& path, Access access = Access::ReadWrite);
   Store(Store&& other) noexcept;
   Store& operator=(Store&& other) noexcept;
   Store(const Store&) = delete;
@@ -117,8 +133,12 @@ class Store {
   Result<bool> set_trace_runtime(int64_t job_id, double seconds);
   // One transaction: the skeleton, then one prediction per partition (replacing older
   // predictions of the same key), then the trace marked done. Returns the prediction ids.
+  // A predicted_seconds that is not exportfile::valid_predicted_seconds (or a skeleton_seconds
+  // or scale that is not finite and >= 0) is an Error and stores nothing.
   Result<std::vector<int64_t>> add_predictions(int64_t job_id, const Skeleton& skeleton,
                                                const std::vector<Prediction>& predictions);
+  // An outcome whose predicted_seconds is not exportfile::valid_predicted_seconds, or whose
+  // actual_seconds is not finite, is an Error.
   Result<bool> record_outcome(const Outcome& outcome);
   Result<bool> set_partitions(const std::vector<exportfile::Partition>& partitions);
 
@@ -133,7 +153,9 @@ class Store {
   Result<int> forget(int64_t app_id);
   Result<std::vector<Accuracy>> report(std::optional<uint32_t> uid) const;
 
-  // Everything job_submit needs, in a stable order.
+  // Everything job_submit needs, in a stable order. Rows the export cannot carry (wrong column
+  // types, names that are not export words, predictions outside the export's range) are left
+  // out: one damaged row must not keep every other prediction from slurmctld.
   Result<exportfile::Data> export_data() const;
 
   const std::string& path() const { return path_; }

@@ -6,6 +6,7 @@
 #include "config/config.h"
 #include "export/app_key.h"
 #include "export/export.h"
+#include "util/text.h"
 
 namespace pskel::worker {
 namespace {
@@ -76,7 +77,7 @@ Result<std::optional<Ticket>> ticket_from_env(const Env& env) {
   t.script_key = get(env, "SPANK_PSKEL_SCRIPT_KEY");
   if (!exportfile::valid_word(t.script_key) || !t.script_key.starts_with("script:")) t.script_key.clear();
   if (t.limited && !parse_limited(limited, &t))
-    return Error{"epilog environment", "SPANK_PSKEL_LIMITED: malformed: " + limited.substr(0, 80)};
+    return Error{"epilog environment", "SPANK_PSKEL_LIMITED: malformed: " + one_line(limited, 80)};
   return std::optional<Ticket>(t);
 }
 

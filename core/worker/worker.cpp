@@ -54,7 +54,7 @@ Result<nlohmann::json> parse_json(const std::string& text, const std::string& wh
 Result<double> number(const nlohmann::json& j, const char* key, const std::string& what) {
   if (!j.contains(key) || !j[key].is_number()) return Error{"", what + ": JSON has no number " + key};
   const double v = j[key].get<double>();
-  if (!std::isfinite(v) || v < 0) return Error{"", what + ": " + key + " out of range"};
+  if (!exportfile::valid_predicted_seconds(v)) return Error{"", what + ": " + key + " out of range"};
   return v;
 }
 

@@ -4,7 +4,9 @@
 //
 //   job_submit_bench [--check] [--entries N] [--calls N] PLUGIN.so
 //
-// --check: assertions on what the plugin does to jobs (a test, registered in test/meson.build).
+// --check: assertions on what the plugin does to jobs (a test, registered in test/meson.build,
+// also run under valgrind's memcheck: an uninitialised byte reaching a job is an error there
+// even when it happens to be printable).
 // Otherwise: the latency benchmark (DESIGN.md: <= 50 us per submission with 100,000 cached
 // entries), printing microseconds per call for a job with a prediction and one without.
 #include <dlfcn.h>
@@ -18,7 +20,9 @@ extern "C" {
 }
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -29,6 +33,7 @@ extern "C" {
 
 #include "export/app_key.h"
 #include "export/export.h"
+#include "util/crc32c.h"
 
 extern "C" {
 char* slurm_xstrdup(const char* str);
@@ -148,6 +153,149 @@ std::string setup(const std::string& dir, size_t entries, const char* policy) {
   return conf;
 }
 
+void write_conf(const std::string& dir, const char* policy, double margin, unsigned pad) {
+  ::mkdir(dir.c_str(), 0700);
+  const std::string conf = dir + "/pskel.conf";
+  std::ofstream(conf) << "StateDir=" << dir << "\nPolicy=" << policy << "\nMargin=" << margin
+                      << "\nPad=" << pad << "\n";
+  ::setenv("PSKEL_CONF", conf.c_str(), 1);
+}
+
+// An export with these E lines exactly as given (numbers the writer would never write among
+// them) and a correct end line: what the parser, not the writer, must stand up to.
+void write_export_text(const std::string& dir, const std::vector<std::string>& entries) {
+  std::string text = "pskel-export 1\nP huge unlimited default\n";
+  for (const std::string& e : entries) text += e + "\n";
+  char crc[16];
+  std::snprintf(crc, sizeof crc, "%08x", pskel::crc32c(text.data(), text.size()));
+  text += "end " + std::to_string(entries.size()) + " 1 " + crc + "\n";
+  const std::string path = dir + "/predictions.export";
+  std::ofstream(path + ".new", std::ios::binary | std::ios::trunc) << text;
+  ::rename((path + ".new").c_str(), path.c_str());
+}
+
+// Every byte a printable ASCII character. Branches on each byte: memcheck reports any that is
+// uninitialised.
+bool printable(const char* s) {
+  if (!s) return true;
+  for (; *s; ++s)
+    if (*s < ' ' || *s > '~') return false;
+  return true;
+}
+
+bool whole_number(std::string_view s, double* out) {
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return !s.empty() && r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+
+// A job pskel left alone: no limit, no comment, no message, no PSKEL_LIMITED.
+void expect_untouched(const Job& j) {
+  EXPECT(j.desc.time_limit == NO_VAL);
+  EXPECT(j.desc.admin_comment == nullptr);
+  EXPECT(j.err_msg == nullptr);
+  EXPECT(j.env("PSKEL_LIMITED").empty());
+}
+
+// A job pskel limited from `predicted` seconds (prediction `id`): the limit policy.h's formula
+// gives, bounded by the one of the largest prediction the export may hold, and text that is
+// printable and says the same numbers.
+void expect_sane(const Job& j, double predicted, int64_t id, double margin, unsigned pad) {
+  const double bound = pskel::exportfile::kMaxPredictedSeconds;
+  const double most = std::ceil((bound * (1 + margin) + pad) / 60);
+  const double expected = std::max(1.0, std::ceil((predicted * (1 + margin) + pad) / 60));
+  const uint32_t limit = j.desc.time_limit;
+  EXPECT(limit != NO_VAL && limit != INFINITE);
+  EXPECT(limit >= 1 && limit <= most);
+  EXPECT(limit == expected);
+  EXPECT(printable(j.desc.admin_comment));
+  EXPECT(printable(j.err_msg));
+  const std::string limited = j.env("PSKEL_LIMITED");
+  EXPECT(printable(limited.c_str()));
+  // <prediction id>:<predicted seconds, one decimal>:<limit minutes>
+  const size_t a = limited.find(':'), b = limited.rfind(':');
+  EXPECT(a != std::string::npos && b != a);
+  if (a == std::string::npos || b == a) return;
+  const std::string shown = limited.substr(a + 1, b - a - 1);
+  double id_back = 0, seconds_back = -1, limit_back = 0;
+  EXPECT(whole_number(limited.substr(0, a), &id_back) && id_back == static_cast<double>(id));
+  EXPECT(whole_number(shown, &seconds_back));
+  EXPECT(shown.find_first_not_of("0123456789.") == std::string::npos);
+  EXPECT(seconds_back >= 0 && seconds_back <= bound);
+  EXPECT(std::fabs(seconds_back - predicted) <= 0.05 + 1e-9);
+  EXPECT(whole_number(limited.substr(b + 1), &limit_back) && limit_back == limit);
+  EXPECT(j.desc.admin_comment &&
+         std::strstr(j.desc.admin_comment, ("time limit " + std::to_string(limit) + " min").c_str()));
+  EXPECT(j.desc.admin_comment && std::strstr(j.desc.admin_comment, ("(" + shown + "s for ").c_str()));
+  EXPECT(j.err_msg && std::strstr(j.err_msg, ("(" + shown + " s)").c_str()));
+}
+
+// Issue 22, finding 1: a cached prediction of 1e30 s overflowed the plugin's 32-byte number
+// buffer, and 32 bytes of slurmctld's stack went into the job's AdminComment, its
+// spank_job_env and the line sbatch prints. Every kind of number an export line can hold,
+// through the plugin as slurmctld calls it: a job gets no limit, or a sane one with clean text.
+void check_extreme_predictions(const Plugin& p, const std::string& dir) {
+  // Written as the parser must read them; the first two columns are what they mean.
+  const std::vector<std::pair<const char*, double>> accepted = {
+      {"0", 0},
+      {"5e-324", 5e-324},  // the smallest denormal
+      {"2.2250738585072014e-308", 2.2250738585072014e-308},
+      {"1e-05", 1e-05},
+      {"0.05", 0.05},
+      {"0.04", 0.04},
+      {"125.25", 125.25},
+      {"86400", 86400},
+      {"31535999.999999996", 31535999.999999996},  // just below the bound
+      {"31536000", 31536000},                      // the bound
+      {"3.1536e+07", 3.1536e+07},
+  };
+  const char* const refused[] = {
+      "1e30", "1e+30", "1e308", "1.7976931348623157e+308", "31536000.000000004", "31536001",
+      "4294967296", "inf", "nan", "-0", "-1", "-1e30", "+5", "1e400", "0x10", "1e",
+  };
+  struct Conf {
+    const char* policy;
+    double margin;
+    unsigned pad;
+    uint32_t user_limit;
+  };
+  // pskel.conf's defaults, its largest Margin and Pad, and Policy=cap lowering an UNLIMITED.
+  for (const Conf c : {Conf{"unset-only", 0.2, 60, NO_VAL}, Conf{"unset-only", 100, 7 * 86400, NO_VAL},
+                       Conf{"cap", 0.2, 60, INFINITE}}) {
+    write_conf(dir, c.policy, c.margin, c.pad);
+    std::vector<std::string> lines;
+    for (size_t i = 0; i < accepted.size(); ++i)
+      lines.push_back("E 2000 1 huge " + std::string(accepted[i].first) + " " +
+                      std::to_string(5000 + i) + " extreme-" + std::to_string(i));
+    write_export_text(dir, lines);
+    EXPECT(p.init() == SLURM_SUCCESS);  // loads the export before returning
+    for (size_t i = 0; i < accepted.size(); ++i) {
+      const std::string tag = "_SLURM_SPANK_OPTION_pskel_predict=extreme-" + std::to_string(i);
+      Job j("#!/bin/sh\n", 2000, 1, "huge", {tag});
+      j.desc.time_limit = c.user_limit;
+      EXPECT(p.submit(&j.desc, 2000, &j.err_msg) == SLURM_SUCCESS);
+      std::fprintf(stderr, "%s: prediction %s s: limit %u min, PSKEL_LIMITED=%s\n", c.policy,
+                   accepted[i].first, j.desc.time_limit, j.env("PSKEL_LIMITED").c_str());
+      expect_sane(j, accepted[i].second, static_cast<int64_t>(5000 + i), c.margin, c.pad);
+    }
+    EXPECT(p.fini() == SLURM_SUCCESS);
+  }
+  // A file with any of these is refused as a whole (docs/export-format.md): nobody's job is
+  // limited from it, not even from its good line.
+  write_conf(dir, "unset-only", 0.2, 60);
+  for (const char* bad : refused) {
+    write_export_text(dir, {"E 2000 1 huge 100 6000 probe", "E 2000 1 huge " + std::string(bad) + " 6001 bad"});
+    EXPECT(p.init() == SLURM_SUCCESS);
+    for (const char* app : {"probe", "bad"}) {
+      Job j("#!/bin/sh\n", 2000, 1, "huge", {std::string("_SLURM_SPANK_OPTION_pskel_predict=") + app});
+      EXPECT(p.submit(&j.desc, 2000, &j.err_msg) == SLURM_SUCCESS);
+      if (j.desc.time_limit != NO_VAL)
+        std::fprintf(stderr, "FAILED: export with %s accepted: job %s limited\n", bad, app);
+      expect_untouched(j);
+    }
+    EXPECT(p.fini() == SLURM_SUCCESS);
+  }
+}
+
 int check(const Plugin& p, const std::string& dir) {
   EXPECT(*p.version == SLURM_VERSION_NUMBER);
   EXPECT(std::strcmp(p.type, "job_submit/pskel") == 0);
@@ -206,6 +354,14 @@ int check(const Plugin& p, const std::string& dir) {
     EXPECT(j.env("PSKEL_SCRIPT_KEY").empty());  // the key is the script's already
     EXPECT(j.desc.spank_job_env_size == 3);  // + PSKEL_LIMITED
   }
+  {  // a PSKEL_LIMITED the user sent is dropped: only a limit pskel set has an outcome recorded
+    Job j(script_of(9), 4242, 4, "batch", {"PSKEL_LIMITED=1:1.0:1", "OTHER=x", "PSKEL_LIMITED=2:2.0:2"});
+    EXPECT(p.submit(&j.desc, 4242, &j.err_msg) == SLURM_SUCCESS);
+    EXPECT(j.desc.time_limit == NO_VAL);
+    EXPECT(j.env("PSKEL_LIMITED").empty());
+    EXPECT(j.env("OTHER") == "x");
+    EXPECT(j.desc.spank_job_env_size == 1);
+  }
   {  // job_modify leaves everything alone
     Job j(script_of(0), 1000, 4, "batch");
     EXPECT(p.modify(&j.desc, nullptr, 1000, &j.err_msg) == SLURM_SUCCESS);
@@ -239,6 +395,7 @@ int check(const Plugin& p, const std::string& dir) {
     EXPECT(j.desc.time_limit == 3);
   }
   EXPECT(p.fini() == SLURM_SUCCESS);
+  check_extreme_predictions(p, dir);
   std::printf("job_submit plugin checks: %s (%d failed)\n", failures ? "FAILED" : "ok", failures);
   return failures ? 1 : 0;
 }

@@ -204,7 +204,7 @@ def worker_log():
 
 def put_prediction(uid, user, key, ntasks, partition, seconds):
     """A prediction as the worker stores it, then the export rewritten by `pskel db export`."""
-    pskel("db", "list")  # creates the store's schema if needed
+    pskel("db", "export")  # creates the store's schema if needed (db list only reads)
     with sqlite3.connect(STATE / "pskel.db", timeout=30) as db:
         db.execute("INSERT OR IGNORE INTO applications(uid, user, key, created) VALUES(?,?,?,0)",
                    (uid, user, key))

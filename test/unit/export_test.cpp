@@ -5,7 +5,11 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -13,6 +17,7 @@
 #include "jobsubmit/cache.h"
 #include "jobsubmit/policy.h"
 #include "scratch_dir.h"
+#include "util/crc32c.h"
 
 using namespace pskel;
 using exportfile::Data;
@@ -28,6 +33,16 @@ Data sample() {
 }
 
 std::string scratch_dir() { return pskel::testing::scratch_dir("export-test"); }
+
+// An export with these E lines written as given (the writer would refuse them), with a
+// correct end line: what a hand-edited or foreign file could hold.
+std::string export_with(const std::vector<std::string>& entry_lines) {
+  std::string text = "pskel-export 1\nP batch unlimited default\n";
+  for (const std::string& l : entry_lines) text += l + "\n";
+  char crc[16];
+  std::snprintf(crc, sizeof crc, "%08x", crc32c(text.data(), text.size()));
+  return text + "end " + std::to_string(entry_lines.size()) + " 1 " + crc + "\n";
+}
 
 void write_text(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".t";
@@ -208,4 +223,127 @@ TEST_CASE("CacheThreadPicksUpChangesThroughPoll") {
   CHECK(cache.snapshot()->size() == 4);
   cache.stop();
   cache.stop();  // idempotent
+}
+
+// Issue 22, finding 1: a calibration that printed 1e30 s became an export line job_submit
+// formatted into a 32-byte buffer too small for it, copying slurmctld's stack into the job.
+TEST_CASE("PredictionOf1e30SecondsNeverReachesAJobAsGarbage") {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double bound = exportfile::kMaxPredictedSeconds;
+  for (const double v : {1e30, 1e308, std::numeric_limits<double>::max(), inf, -inf, nan, -nan, -1.0,
+                         -0.0, 0.0, 5e-324, std::numeric_limits<double>::min(), 0.05, 0.04, 125.25,
+                         bound, std::nextafter(bound, 0.0), std::nextafter(bound, inf), 4294967296.0 * 60}) {
+    CAPTURE(v);
+    const std::string text = jobsubmit::seconds_text(v);
+    REQUIRE_FALSE(text.empty());
+    CHECK(text.size() <= 10);  // "31536000.0"
+    for (const char c : text) CHECK(((c >= '0' && c <= '9') || c == '.'));
+    double back = -1;
+    const auto r = std::from_chars(text.data(), text.data() + text.size(), back);
+    CHECK(r.ec == std::errc());
+    CHECK(r.ptr == text.data() + text.size());
+    CHECK(back >= 0);
+    CHECK(back <= bound);
+    if (exportfile::valid_predicted_seconds(v)) CHECK(std::fabs(back - v) <= 0.05 + 1e-9);
+  }
+  CHECK(jobsubmit::seconds_text(1e30) == "31536000.0");
+  CHECK(jobsubmit::seconds_text(nan) == "0.0");
+  CHECK(jobsubmit::seconds_text(125.25) == "125.2");  // round half to even, as to_chars does
+}
+
+TEST_CASE("PredictionOutsideTheExportRangeNeverSetsALimit") {
+  const jobsubmit::Limits l{0.2, 60, 2.0};
+  const double inf = std::numeric_limits<double>::infinity();
+  for (const double v : {1e30, 1e308, inf, -inf, std::numeric_limits<double>::quiet_NaN(), -1.0,
+                         std::nextafter(exportfile::kMaxPredictedSeconds, inf)}) {
+    CAPTURE(v);
+    for (const config::Policy policy : {config::Policy::UnsetOnly, config::Policy::Cap}) {
+      for (const uint32_t user : {jobsubmit::kNoVal, jobsubmit::kInfinite, 600u}) {
+        const auto d = jobsubmit::decide(policy, v, l, user, jobsubmit::kInfinite);
+        CHECK_FALSE(d.change);
+        CHECK(d.why == "prediction out of range");
+      }
+    }
+  }
+  const auto d = jobsubmit::decide(config::Policy::UnsetOnly, exportfile::kMaxPredictedSeconds, l,
+                                   jobsubmit::kNoVal, jobsubmit::kInfinite);
+  CHECK(d.change);
+  CHECK(d.limit == 630721);  // ceil((31536000 x 1.2 + 60) / 60)
+}
+
+TEST_CASE("LimitOfTheLargestPredictionMarginAndPadStaysFarFromNoVal") {
+  using jobsubmit::limit_minutes;
+  // pskel.conf's largest Margin (100) and Pad (7 days) on a prediction at the bound.
+  const jobsubmit::Limits most{100, 7 * 86400, 1000};
+  CHECK(limit_minutes(exportfile::kMaxPredictedSeconds, most, jobsubmit::kInfinite) == 53095680);
+  // Whatever a direct caller passes, the uint32 conversion sees a number in range.
+  const double inf = std::numeric_limits<double>::infinity();
+  for (const double v : {1e308, inf, -inf, std::numeric_limits<double>::quiet_NaN(), -1e308}) {
+    CAPTURE(v);
+    const uint32_t m = limit_minutes(v, most, jobsubmit::kInfinite);
+    CHECK(m >= 1);
+    CHECK(m <= 53095680);
+  }
+  CHECK(limit_minutes(1, jobsubmit::Limits{inf, 0, 1}, jobsubmit::kInfinite) == jobsubmit::kMaxLimitMinutes);
+  CHECK(limit_minutes(1, jobsubmit::Limits{std::numeric_limits<double>::quiet_NaN(), 0, 1},
+                      jobsubmit::kInfinite) == 1);
+}
+
+TEST_CASE("ExportParserRejectsPredictionsOutsideZeroToOneYear") {
+  for (const char* bad : {"1e30", "1e+30", "1e308", "1.7976931348623157e+308", "31536000.000000004",
+                          "31536001", "3.1537e7", "inf", "nan", "-0", "-1", "+5", "1e400", "0x10",
+                          "", "5 ", "1,5"}) {
+    CAPTURE(bad);
+    auto r = exportfile::parse(export_with({"E 1000 4 batch 100 1 ok", std::string("E 1000 4 batch ") +
+                                                                          bad + " 2 x"}),
+                               "f");
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().what.starts_with("line 4: "));
+  }
+  auto odd = exportfile::parse(export_with({"E 1000 4 batch 1e\x1b[31m 2 x"}), "f");
+  REQUIRE_FALSE(odd.ok());
+  CHECK(odd.error().what.find('\x1b') == std::string::npos);  // the log gets no escape sequence
+  // What the writer writes for values in range, exponents included, is read back exactly.
+  for (const char* good : {"0", "5e-324", "2.2250738585072014e-308", "1e-05", "0.05", "125.25",
+                           "31535999.999999996", "31536000", "3.1536e+07"}) {
+    CAPTURE(good);
+    auto r = exportfile::parse(export_with({std::string("E 1000 4 batch ") + good + " 2 x"}), "f");
+    REQUIRE_MESSAGE(r.ok(), r.error().line());
+    double v = 0;
+    std::from_chars(good, good + std::string_view(good).size(), v);
+    CHECK(r.value().entries[0].predicted_seconds == v);
+  }
+}
+
+TEST_CASE("ExportWriterLeavesOutWhatTheParserWouldReject") {
+  const double inf = std::numeric_limits<double>::infinity();
+  Data d;
+  d.partitions = {{"batch", 60, true}, {"bad name", 5, false}, {"", 5, false}};
+  d.entries = {{1000, 4, "batch", "ok", 100, 1},
+               {1000, 4, "batch", "huge", 1e30, 2},
+               {1000, 4, "batch", "max", std::numeric_limits<double>::max(), 3},
+               {1000, 4, "batch", "inf", inf, 4},
+               {1000, 4, "batch", "nan", std::numeric_limits<double>::quiet_NaN(), 5},
+               {1000, 4, "batch", "negative", -1, 6},
+               {1000, 4, "batch", "above", std::nextafter(exportfile::kMaxPredictedSeconds, inf), 7},
+               {1000, 0, "batch", "no-tasks", 10, 8},
+               {1000, 4, "batch", "bad key", 10, 9},
+               {1000, 4, "batch\n", "newline", 10, 10},
+               {1000, 4, "batch", "bound", exportfile::kMaxPredictedSeconds, 11},
+               {1000, 4, "batch", "tiny", 5e-324, 12},
+               {1000, 4, "batch", "minus-zero", -0.0, 13}};
+  const std::string text = exportfile::format(d);
+  auto back = exportfile::parse(text, "x");
+  REQUIRE_MESSAGE(back.ok(), back.error().line());
+  REQUIRE(back.value().entries.size() == 4);
+  CHECK(back.value().entries[0].app == "ok");
+  CHECK(back.value().entries[1].app == "bound");
+  CHECK(back.value().entries[2].predicted_seconds == 5e-324);
+  CHECK(text.find(" 0 13 minus-zero\n") != std::string::npos);
+  CHECK(back.value().partitions.size() == 1);
+  // One bad row among good ones: the good ones still reach slurmctld.
+  const std::string path = scratch_dir() + "/skip.export";
+  REQUIRE(exportfile::write_atomic(path, d).ok());
+  CHECK(exportfile::parse(exportfile::read_file(path).value(), path).value().entries.size() == 4);
 }

@@ -1,15 +1,23 @@
 // The SQLite store: applications per user, traces, atomic skeleton + predictions, outcomes,
 // report, forget, and the export derived from it.
 #include <doctest/doctest.h>
+#include <sqlite3.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmath>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "export/export.h"
 #include "jobsubmit/cache.h"
 #include "scratch_dir.h"
 #include "store/store.h"
+#include "util/json_text.h"
 
 using namespace pskel;
 
@@ -57,6 +65,66 @@ int64_t traced_app(store::Store& s, uint32_t uid, const std::string& key, int64_
   const int64_t app = s.ensure_application(uid, "user" + std::to_string(uid), key, script_key).value();
   REQUIRE(s.put_trace(trace_row(job, app, uid)).ok());
   return app;
+}
+
+// A store as the worker leaves it: two applications, traces, predictions, an outcome,
+// partitions; closed, so that the file alone holds it.
+std::string filled_store(const char* name) {
+  const std::string path = fresh_db(name);
+  store::Store s = store::Store::open(path).value();
+  const int64_t app = traced_app(s, 1000, "lu", 11);
+  traced_app(s, 1001, "cg", 12);
+  REQUIRE(s.set_trace_state(12, "failed", "skeleton", "skeleton: not available").ok());
+  const int64_t pid = s.add_predictions(11, {0, 11, "/d", "/d/s", 10},
+                                        {prediction(app, 1000, "batch", 100)}).value()[0];
+  REQUIRE(s.record_outcome({60, 1000, pid, 0, 100, 3, 110, "COMPLETED", 0}).ok());
+  REQUIRE(s.set_partitions({{"batch", 60, true}}).ok());
+  return path;
+}
+
+// Runs SQL on the file directly, as an administrator with sqlite3 (or a damaged disk) would.
+void sql(const std::string& path, const std::string& statements) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) == SQLITE_OK);
+  char* msg = nullptr;
+  const int rc = sqlite3_exec(db, statements.c_str(), nullptr, nullptr, &msg);
+  CHECK_MESSAGE(rc == SQLITE_OK, (msg ? msg : ""));
+  sqlite3_free(msg);
+  sqlite3_close(db);
+}
+
+std::string bytes_of(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+struct FileState {
+  bool exists = false;
+  mode_t mode = 0;
+  std::string bytes;
+  bool operator==(const FileState&) const = default;
+};
+
+FileState file_state(const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) return {};
+  return {true, st.st_mode, S_ISREG(st.st_mode) ? bytes_of(path) : ""};
+}
+
+// Opens `path` read-only, expecting an Error that names the file and contains `what`, and the
+// file exactly as it was.
+void refused_read_only(const std::string& path, const std::string& what) {
+  const FileState before = file_state(path);
+  auto s = store::Store::open(path, store::Access::ReadOnly);
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.error().file == path);
+  CHECK_MESSAGE(s.error().what.find(what) != std::string::npos, s.error().line());
+  CHECK(s.error().line().find('\n') == std::string::npos);
+  CHECK(file_state(path) == before);
 }
 
 }  // namespace
@@ -207,4 +275,238 @@ TEST_CASE("StoreReopensAndRefusesSymlinks") {
   ::unlink(link.c_str());
   REQUIRE(::symlink(path.c_str(), link.c_str()) == 0);
   CHECK_FALSE(store::Store::open(link).ok());
+}
+
+// Issue 22, finding 1: a prediction of 1e30 s (from the user's own calibration output) was
+// stored and exported, and reached slurmctld.
+TEST_CASE("StoreRefusesAPredictionOutsideTheExportRange") {
+  store::Store s = open_fresh("range");
+  const int64_t app = traced_app(s, 1000, "lu", 91);
+  for (const double v : {1e30, 1e308, std::numeric_limits<double>::infinity(), -1.0,
+                         std::numeric_limits<double>::quiet_NaN(),
+                         std::nextafter(exportfile::kMaxPredictedSeconds, 1e300)}) {
+    CAPTURE(v);
+    auto r = s.add_predictions(91, {0, 91, "/d", "/d/s", 10},
+                               {prediction(app, 1000, "batch", 100), prediction(app, 1000, "debug", v)});
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().what.find("out of range") != std::string::npos);
+  }
+  CHECK(s.predictions(app).value().empty());  // not even the good one of the same call
+  CHECK(s.trace(91).value()->state == "running");
+  auto at_bound = s.add_predictions(91, {0, 91, "/d", "/d/s", 10},
+                                    {prediction(app, 1000, "batch", exportfile::kMaxPredictedSeconds)});
+  REQUIRE(at_bound.ok());
+  CHECK(s.export_data().value().entries.at(0).predicted_seconds == exportfile::kMaxPredictedSeconds);
+}
+
+// The outcome's prediction arrives through the job's environment, which a user's own client
+// can fill: it is held to the range job_submit writes.
+TEST_CASE("StoreRefusesAnOutcomeWithAPredictionOutsideTheExportRange") {
+  store::Store s = open_fresh("outcome-range");
+  const int64_t app = traced_app(s, 1000, "lu", 95);
+  const int64_t pid = s.add_predictions(95, {0, 95, "/d", "/d/s", 10},
+                                        {prediction(app, 1000, "batch", 100)}).value()[0];
+  CHECK_FALSE(s.record_outcome({96, 1000, pid, 0, 1e308, 3, 110, "COMPLETED", 0}).ok());
+  CHECK_FALSE(s.record_outcome({97, 1000, pid, 0, 100, 3, std::numeric_limits<double>::infinity(),
+                                "COMPLETED", 0}).ok());
+  CHECK(s.outcomes(app).value().empty());
+  CHECK(s.record_outcome({98, 1000, pid, 0, 100, 3, -1, "UNKNOWN", 0}).ok());
+}
+
+// Issue 22, finding 2: `pskel db list` on a damaged store created tables, turned a truncated
+// store into an empty one and changed the file's mode.
+TEST_CASE("ReadOnlyOpenOfATruncatedStoreIsAnErrorAndChangesNothing") {
+  const std::string good = bytes_of(filled_store("truncated"));
+  REQUIRE(good.size() >= 8192);
+  const std::string path = fresh_db("truncated-copy");
+  for (const size_t n : {size_t{1}, size_t{99}, size_t{100}, size_t{4096}, good.size() / 2, good.size() - 1}) {
+    CAPTURE(n);
+    write_bytes(path, good.substr(0, n));
+    ::chmod(path.c_str(), 0600);
+    refused_read_only(path, n < 100 ? "less than an SQLite header" : "truncated store");
+  }
+}
+
+TEST_CASE("ReadOnlyOpenOfAnEmptyFileIsAnErrorAndChangesNothing") {
+  const std::string path = fresh_db("empty");
+  write_bytes(path, "");
+  ::chmod(path.c_str(), 0600);
+  refused_read_only(path, "empty file");
+}
+
+TEST_CASE("ReadOnlyOpenOfAGarbageFileIsAnErrorAndChangesNothing") {
+  const std::string path = fresh_db("garbage");
+  std::string garbage(8192, '\0');
+  for (size_t i = 0; i < garbage.size(); ++i) garbage[i] = static_cast<char>(i * 7919 % 251);
+  write_bytes(path, garbage);
+  refused_read_only(path, "not an SQLite database");
+  write_bytes(path, "SQLite format 3");  // the magic cut short
+  refused_read_only(path, "less than an SQLite header");
+  // A valid header over garbage pages: SQLite's own reading has to say so.
+  std::string header_only = bytes_of(filled_store("garbage-src")).substr(0, 100);
+  header_only.resize(4096 * 12, '\x5a');
+  write_bytes(path, header_only);
+  const FileState before = file_state(path);
+  auto s = store::Store::open(path, store::Access::ReadOnly);
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.error().file == path);
+  CHECK(file_state(path) == before);
+}
+
+TEST_CASE("ReadOnlyOpenOfAMissingStoreIsAnErrorAndCreatesNothing") {
+  const std::string path = fresh_db("missing");
+  refused_read_only(path, "No such file or directory");
+  CHECK_FALSE(file_state(path).exists);
+  const std::string dir = fresh_db("directory");
+  REQUIRE(::mkdir(dir.c_str(), 0700) == 0);
+  refused_read_only(dir, "not a regular file");
+  const std::string link = fresh_db("link");
+  REQUIRE(::symlink(filled_store("link-target").c_str(), link.c_str()) == 0);
+  refused_read_only(link, "symbolic link");
+}
+
+TEST_CASE("ReadOnlyOpenOfAStoreOfAnotherSchemaIsAnErrorAndChangesNothing") {
+  const std::string other = fresh_db("other");
+  sql(other, "CREATE TABLE t(x); INSERT INTO t VALUES(1);");
+  refused_read_only(other, "not a pskel store (no table meta)");
+  const std::string no_tables = fresh_db("no-tables");
+  sql(no_tables, "PRAGMA user_version=7;");  // a valid SQLite file without tables
+  refused_read_only(no_tables, "not a pskel store (no tables)");
+  const std::string v2 = filled_store("v2");
+  sql(v2, "UPDATE meta SET value='2' WHERE key='schema_version';");
+  refused_read_only(v2, "schema version 2, this pskel knows 1");
+  const std::string forged = filled_store("forged-version");
+  sql(forged, "UPDATE meta SET value=CAST(x'320a1b5b33316dff' AS TEXT);");
+  refused_read_only(forged, "schema version 2\\n\\x1b[31m");
+  const std::string partial = filled_store("partial");
+  sql(partial, "DROP TABLE outcomes;");
+  refused_read_only(partial, "no table outcomes");
+  const std::string unversioned = filled_store("unversioned");
+  sql(unversioned, "DELETE FROM meta;");
+  refused_read_only(unversioned, "no schema version");
+}
+
+TEST_CASE("ReadOnlyOpenReadsAGoodStoreWithoutChangingItsBytesOrMode") {
+  const std::string path = filled_store("read-only");
+  ::chmod(path.c_str(), 0600);
+  const FileState before = file_state(path);
+  {
+    auto s = store::Store::open(path, store::Access::ReadOnly);
+    REQUIRE_MESSAGE(s.ok(), s.error().line());
+    CHECK(s.value().list(std::nullopt).value().size() == 2);
+    CHECK(s.value().report(std::nullopt).value().size() == 1);
+    CHECK(s.value().export_data().value().entries.size() == 1);
+    CHECK_FALSE(s.value().ensure_application(5, "x", "y").ok());  // and it cannot write
+  }
+  CHECK(file_state(path) == before);
+  CHECK((before.mode & 0777) == 0600);
+}
+
+TEST_CASE("ReadWriteOpenNeverGivesAForeignDatabasePskelsTables") {
+  const std::string other = fresh_db("foreign");
+  sql(other, "CREATE TABLE t(x); INSERT INTO t VALUES(1);");
+  ::chmod(other.c_str(), 0600);
+  const FileState before = file_state(other);
+  auto s = store::Store::open(other);
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.error().what == "not a pskel store (no table meta)");
+  CHECK(file_state(other) == before);
+  const std::string garbage = fresh_db("foreign-garbage");
+  write_bytes(garbage, std::string(4096, 'x'));
+  CHECK_FALSE(store::Store::open(garbage).ok());
+  CHECK(bytes_of(garbage) == std::string(4096, 'x'));
+}
+
+// Issue 22, finding 3: what a damaged store's rows did to the commands that read them.
+
+// A blob or text in a number column was read as 0: report divided by an actual run time of 0
+// and the export carried a 0 s prediction (a one-minute limit) for text in predicted_seconds.
+TEST_CASE("StoreReaderRejectsABlobOrTextWhereANumberBelongs") {
+  for (const char* value : {"x'ff'", "'abc'", "''", "9e999"}) {
+    CAPTURE(value);
+    const std::string path = filled_store("number-column");
+    sql(path, std::string("UPDATE outcomes SET actual_seconds=") + value + ";");
+    sql(path, std::string("UPDATE traces SET runtime_seconds=") + value + " WHERE job_id=11;");
+    sql(path, std::string("UPDATE predictions SET skeleton_seconds=") + value + ";");
+    auto s = store::Store::open(path, store::Access::ReadOnly);
+    REQUIRE_MESSAGE(s.ok(), s.error().line());
+    const int64_t app = s.value().find_applications("lu", std::nullopt).value().at(0).id;
+    for (const Error& e : {s.value().report(std::nullopt).error(), s.value().outcomes(app).error(),
+                           s.value().traces(app).error(), s.value().predictions(app).error()}) {
+      CHECK(e.file == path);
+      CHECK_MESSAGE(e.what.starts_with("damaged row in "), e.what);
+    }
+    CHECK_FALSE(s.value().trace(11).ok());
+  }
+}
+
+// ntasks -1 was read as 4294967295 tasks, 1.5 as 1: a prediction for jobs nobody submitted.
+TEST_CASE("StoreReaderRejectsIntegersOutOfRangeOrFractional") {
+  for (const char* value : {"-1", "4294967296", "1.5", "1e308"}) {
+    CAPTURE(value);
+    const std::string path = filled_store("int-column");
+    sql(path, std::string("UPDATE predictions SET ntasks=") + value + ";");
+    auto s = store::Store::open(path, store::Access::ReadOnly);
+    REQUIRE(s.ok());
+    const int64_t app = s.value().find_applications("lu", std::nullopt).value().at(0).id;
+    REQUIRE_FALSE(s.value().predictions(app).ok());
+    CHECK(s.value().predictions(app).error().what.find("column ntasks") != std::string::npos);
+  }
+}
+
+// A blob in a text column became a std::string of arbitrary bytes, which nlohmann's dump()
+// threw on (the aborts of pskel db list --json and report --json).
+TEST_CASE("StoreReaderRejectsABlobWhereTextBelongs") {
+  const std::string path = filled_store("blob-text");
+  sql(path, "UPDATE applications SET user=x'ff' WHERE key='lu';");
+  auto s = store::Store::open(path, store::Access::ReadOnly);
+  REQUIRE(s.ok());
+  auto list = s.value().list(std::nullopt);
+  REQUIRE_FALSE(list.ok());
+  CHECK(list.error().what == "damaged row in applications: column user is a blob, expected text");
+}
+
+// Text that is not UTF-8 is stored text all the same (a path, a message): returned as stored,
+// and JSON of it is written with U+FFFD, where dump() threw and pskel aborted.
+TEST_CASE("StoredTextWithInvalidUtf8IsReadAsStoredAndWrittenAsJson") {
+  const std::string path = filled_store("utf8");
+  sql(path, "UPDATE traces SET message=CAST(x'c328ff0a1b5b33316d' AS TEXT) WHERE job_id=12;"
+            "UPDATE applications SET user=CAST(x'ff' AS TEXT) WHERE key='cg';");
+  auto s = store::Store::open(path, store::Access::ReadOnly);
+  REQUIRE(s.ok());
+  const auto list = s.value().list(std::nullopt);
+  REQUIRE(list.ok());
+  const store::AppSummary& cg = list.value().at(0).app.key == "cg" ? list.value()[0] : list.value()[1];
+  CHECK(cg.app.user == "\xff");
+  CHECK(cg.last_message == "\xc3\x28\xff\n\x1b[31m");
+  const nlohmann::json j = {{"user", cg.app.user}, {"last_message", cg.last_message}};
+  CHECK_THROWS(j.dump());
+  const std::string text = json_text(j);
+  CHECK(nlohmann::json::parse(text)["user"] == "\xef\xbf\xbd");
+}
+
+// The export carried whatever a damaged row read as; now the row is left out and the others
+// still reach slurmctld.
+TEST_CASE("ExportLeavesOutDamagedRowsAndKeepsTheRest") {
+  const std::string path = filled_store("export-damaged");
+  {
+    store::Store s = store::Store::open(path).value();
+    const int64_t cg = s.find_applications("cg", std::nullopt).value().at(0).id;
+    REQUIRE(s.add_predictions(12, {0, 12, "/d", "/d/s", 10},
+                              {prediction(cg, 1001, "batch", 50), prediction(cg, 1001, "debug", 60)}).ok());
+    REQUIRE(s.export_data().value().entries.size() == 3);
+  }
+  sql(path, "UPDATE predictions SET predicted_seconds='abc' WHERE partition='debug';"
+            "UPDATE predictions SET ntasks=1.5 WHERE uid=1000;"
+            "INSERT INTO partitions VALUES(x'ff', 5, 0);"
+            "INSERT INTO partitions VALUES('short', 'x', 0);");
+  auto s = store::Store::open(path, store::Access::ReadOnly);
+  REQUIRE(s.ok());
+  const auto data = s.value().export_data();
+  REQUIRE_MESSAGE(data.ok(), data.error().line());
+  REQUIRE(data.value().entries.size() == 1);
+  CHECK(data.value().entries[0].uid == 1001);
+  CHECK(data.value().entries[0].predicted_seconds == 50);
+  REQUIRE(data.value().partitions.size() == 1);
+  CHECK(data.value().partitions[0].name == "batch");
 }

@@ -1,5 +1,5 @@
 // pskel: predicts MPI job run times with performance skeletons. See README.md and
-// docs/ for the commands; DESIGN.md's CLI contract fixes their names and JSON keys.
+// docs/ for the commands; docs/design.md's CLI contract fixes their names and JSON keys.
 #include <fmt/format.h>
 
 #include <cstdio>

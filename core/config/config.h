@@ -15,7 +15,7 @@
 
 namespace pskel::config {
 
-// When job_submit may set a job's time limit (DESIGN.md, issue 5).
+// When job_submit may set a job's time limit (docs/design.md, issue 5).
 enum class Policy {
   UnsetOnly,  // only jobs submitted without --time
   Cap,        // also lower a user's limit above prediction x CapFactor

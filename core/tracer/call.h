@@ -3,7 +3,7 @@
 // per argument role of core/tracer/mpi_functions.tbl) and writes it when it goes out of scope.
 //
 // The methods every point-to-point call or collective goes through are defined inline below,
-// so that a wrapper compiles to straight-line code (DESIGN.md: <= 150 ns per traced call); the
+// so that a wrapper compiles to straight-line code (docs/design.md: <= 150 ns per traced call); the
 // rare and the long ones (communicator registration, v-counts, completions) are in session.cpp.
 //
 // Threads: only the thread that called MPI_Init records. Calls from other threads pass

@@ -4,7 +4,7 @@
 // (docs/trace-format.md §10); in between, at the first call start or end after each
 // millisecond, it reads the run-queue delay alone and writes a short line when it grew (a busy node), so that the
 // wait can be taken out of the compute gap it fell in (trace/gaps.h). Sampled at MPI calls,
-// never by a thread (DESIGN.md): the per-call cost is one comparison. It calls no MPI function
+// never by a thread (docs/design.md): the per-call cost is one comparison. It calls no MPI function
 // and throws nothing; a /proc file it cannot read gives -1 in that column, a file it cannot
 // write ends the sampling. Used by the traced thread only.
 // With each full sample it also runs a calibration probe: 0.5 ms of the work kernel

@@ -1,6 +1,6 @@
-// The epilog side of pskel (DESIGN.md: "Epilog: pskel epilog hands the job to a detached
-// worker and returns at once"; "worker: merge -> loop compression -> skeleton -> compile ->
-// calibration").
+// The epilog side of pskel (docs/design.md, "Data flow"): the epilog hands the job to a
+// detached worker and returns at once; the worker merges, compresses, builds and compiles the
+// skeleton and calibrates it.
 //
 // epilog():   reads the epilog environment, writes a ticket into <StateDir>/queue and starts a
 //             detached worker. Milliseconds; never fails (a non-zero epilog drains the node).

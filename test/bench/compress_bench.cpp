@@ -1,4 +1,4 @@
-// Loop-compression benchmark (DESIGN.md: 324,355 events <= 0.3 s; 10^7 events <= 10 s in
+// Loop-compression benchmark (docs/design.md: 324,355 events <= 0.3 s; 10^7 events <= 10 s in
 // <= 2 GB). Synthetic traces with nested loops, noise and tails; each case runs in a forked
 // child so that its peak RSS is its own, and the seed's quadratic loop finder runs on the same
 // input in another child where it fits the time budget. Figures, not a pass/fail test.

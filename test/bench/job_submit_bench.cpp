@@ -7,7 +7,7 @@
 // --check: assertions on what the plugin does to jobs (a test, registered in test/meson.build,
 // also run under valgrind's memcheck: an uninitialised byte reaching a job is an error there
 // even when it happens to be printable).
-// Otherwise: the latency benchmark (DESIGN.md: <= 50 us per submission with 100,000 cached
+// Otherwise: the latency benchmark (docs/design.md: <= 50 us per submission with 100,000 cached
 // entries), printing microseconds per call for a job with a prediction and one without.
 #include <dlfcn.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-// Merge benchmark (DESIGN.md: 16 ranks x 324,355 events in <= 1 s): synthesizes in memory an
+// Merge benchmark (docs/design.md: 16 ranks x 324,355 events in <= 1 s): synthesizes in memory an
 // NPB-LU-like trace (4 x 4 ranks; per iteration a lower and an upper pipelined wavefront sweep
 // of blocking Recv/Send, boundary ranks skipping the calls to missing neighbours, and an
 // Allreduce), times merge() and, on the same input in the same run, a straightforward merge:

@@ -1,6 +1,8 @@
 /* The runtime of generated skeletons; see pskel_runtime.h. */
-#define _POSIX_C_SOURCE 199309L /* clock_gettime under -std=c11 */
+#define _POSIX_C_SOURCE 200112L /* clock_gettime, gethostname under -std=c11 */
 #include "pskel_runtime.h"
+
+#include "finalize_pause.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -441,6 +443,7 @@ int pskel_end(void)
         MPI_Buffer_detach(&detached, &size);
         free(bsend_buffer);
     }
+    pskel_finalize_pause(); /* after the timed part: see its header */
     MPI_Finalize();
     free(group_status);
     free(group);

@@ -10,10 +10,6 @@ namespace {
 using trace::FunctionId;
 using trace::FunctionKind;
 
-std::string host_of(const trace::FileHeader& header) {
-  return std::string(header.hostname, strnlen(header.hostname, sizeof header.hostname));
-}
-
 int32_t first_rank(std::initializer_list<int32_t> ranks) {
   for (const int32_t r : ranks)
     if (r != trace::kNoRank) return r;
@@ -166,7 +162,7 @@ Timeline build_timeline(const trace::TraceSet& trace,
     const trace::RankTrace& rank = trace.ranks[r];
     const int64_t offset = rank.header.base_realtime_ns - base;
     Lane lane = lane_of(rank, offset);
-    const std::string host = host_of(rank.header);
+    const std::string host = trace::host_name(rank.header);
     auto [it, added] = node_of_host.try_emplace(host, static_cast<int>(t.nodes.size()));
     if (added) t.nodes.push_back(Node{host, {}, {}});
     Node& node = t.nodes[static_cast<size_t>(it->second)];

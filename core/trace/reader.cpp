@@ -289,8 +289,19 @@ Result<TraceSet> read_trace_dir(const std::string& dir, const ReadOptions& optio
   return set;
 }
 
+std::string host_name(const FileHeader& header) {
+  return std::string(header.hostname, strnlen(header.hostname, sizeof header.hostname));
+}
+
 TraceSummary summarize(const TraceSet& trace) {
   TraceSummary s;
+  std::map<std::string, size_t> host_index;
+  for (const RankTrace& rank : trace.ranks) {
+    const std::string host = host_name(rank.header);
+    const auto [it, added] = host_index.emplace(host, s.hosts.size());
+    if (added) s.hosts.push_back({host, {}});
+    s.hosts[it->second].second.push_back(rank.header.rank);
+  }
   s.ranks = static_cast<int>(trace.ranks.size());
   std::map<std::string, uint64_t> functions;
   int64_t last_end = 0;

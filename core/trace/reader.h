@@ -66,11 +66,17 @@ struct TraceSummary {
   // Per rank: the share of its run it waited for a CPU (trace/gaps.h; 0 without samples). Above
   // a few percent the node was busy with something else while it was traced.
   std::vector<double> run_delay_fraction;
+  // The hosts the ranks ran on (each rank file's header), in order of their first rank, with
+  // their ranks in order: a job across nodes shows as several hosts.
+  std::vector<std::pair<std::string, std::vector<int>>> hosts;
   // Records of function ids find_function() does not know: in no other field, since they may
   // be calls or pseudo-records (RankTrace::unknown_records, plus any such record in `records`
   // of a set built by hand).
   uint64_t unknown_records = 0;
 };
 TraceSummary summarize(const TraceSet& trace);
+
+// The host name in a rank file's header (NUL-padded there).
+std::string host_name(const FileHeader& header);
 
 }  // namespace pskel::trace

@@ -23,6 +23,7 @@
 
 #include "aux_words.h"
 #include "call.h"
+#include "finalize_pause.h"
 #include "session.h"
 #include "meta_writer.h"
 #include "trace/samples_format.h"
@@ -574,6 +575,7 @@ PSKEL_EXPORT int MPI_Init_thread(int* argc, char*** argv, int required, int* pro
 
 PSKEL_EXPORT int MPI_Finalize(void) {
   pskel::tracer::end_session();
+  pskel_finalize_pause();  // a traced job must not hang where MPICH's finalize can (its header)
   return PMPI_Finalize();
 }
 

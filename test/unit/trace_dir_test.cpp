@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -347,4 +348,22 @@ TEST_CASE("ARecordTimeOutOfAnyRunsRangeIsCorruption") {
                     EndInfo{2'000'000'000, 0, 0});
     check_error(tr::read_trace_dir(dir.path()), rank_path(dir, 0), {"corrupt", "times"});
   }
+}
+
+TEST_CASE("summarize groups the ranks by the host their rank file names") {
+  tr::TraceSet set;
+  const char* hosts[] = {"node1", "node1", "node2", "node2", "node1"};
+  for (int r = 0; r < 5; ++r) {
+    tr::RankTrace rank;
+    rank.header = make_header(r, 5, kRunId);
+    std::memset(rank.header.hostname, 0, sizeof rank.header.hostname);
+    std::memcpy(rank.header.hostname, hosts[r], std::strlen(hosts[r]));
+    set.ranks.push_back(rank);
+  }
+  const tr::TraceSummary s = tr::summarize(set);
+  REQUIRE(s.hosts.size() == 2);
+  CHECK(s.hosts[0].first == "node1");
+  CHECK(s.hosts[0].second == std::vector<int>{0, 1, 4});
+  CHECK(s.hosts[1].first == "node2");
+  CHECK(s.hosts[1].second == std::vector<int>{2, 3});
 }

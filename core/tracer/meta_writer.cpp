@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "trace/format.h"
+#include "util/text.h"
 
 namespace pskel::tracer {
 namespace {
@@ -52,33 +53,6 @@ const char* flavour_name(uint32_t flavour) {
   }
 }
 
-// The length of the well-formed UTF-8 sequence that starts at s[i], or 0 if none does there
-// (RFC 3629: no overlong forms, no UTF-16 surrogates, nothing above U+10FFFF).
-size_t utf8_sequence_length(const std::string& s, size_t i) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char lead = byte(i);
-  if (lead < 0x80) return 1;
-  size_t length = 0;
-  unsigned char low = 0x80, high = 0xBF;  // the range of the second byte
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    length = 2;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    length = 3;
-    if (lead == 0xE0) low = 0xA0;   // overlong
-    if (lead == 0xED) high = 0x9F;  // surrogates
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    length = 4;
-    if (lead == 0xF0) low = 0x90;   // overlong
-    if (lead == 0xF4) high = 0x8F;  // above U+10FFFF
-  } else {
-    return 0;  // a continuation byte, an overlong lead (C0, C1) or F5..FF
-  }
-  if (s.size() - i < length || byte(i + 1) < low || byte(i + 1) > high) return 0;
-  for (size_t k = 2; k < length; ++k)
-    if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return 0;
-  return length;
-}
-
 void append_u_escape(std::string& out, unsigned char c) {
   char esc[8];
   std::snprintf(esc, sizeof esc, "\\u%04x", c);
@@ -99,7 +73,7 @@ std::string json_escape(const std::string& s) {
       case '\t': out += "\\t"; break;
       case '\r': out += "\\r"; break;
       default: {
-        const size_t n = c < 0x20 ? 0 : utf8_sequence_length(s, i);
+        const size_t n = c < 0x20 ? 0 : utf8_sequence_length(std::string_view(s).substr(i));
         if (n == 0) {
           append_u_escape(out, c);  // a control character, or a byte that is not UTF-8 (Latin-1)
         } else {

@@ -7,9 +7,9 @@ namespace {
 
 constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
 
-// Length of the well-formed UTF-8 sequence at the start of `s` (RFC 3629, table 3-7 of the
-// Unicode standard), or 0 when it is not one.
-size_t sequence_length(std::string_view s) {
+}  // namespace
+
+size_t utf8_sequence_length(std::string_view s) {
   const auto b = [&](size_t i) { return static_cast<uint8_t>(s[i]); };
   const uint8_t c = b(0);
   if (c < 0x80) return 1;
@@ -34,13 +34,11 @@ size_t sequence_length(std::string_view s) {
   return n;
 }
 
-}  // namespace
-
 std::string valid_utf8(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   while (!text.empty()) {
-    const size_t n = sequence_length(text);
+    const size_t n = utf8_sequence_length(text);
     if (n == 0) {
       out += kReplacement;
       text.remove_prefix(1);

@@ -10,6 +10,10 @@
 
 namespace pskel {
 
+// The length of the well-formed UTF-8 sequence that starts `text` (RFC 3629: no overlong form,
+// no UTF-16 surrogate, nothing above U+10FFFF), or 0 when none does. REQUIRES: !text.empty().
+size_t utf8_sequence_length(std::string_view text);
+
 // `text` with every byte sequence that is not well-formed UTF-8 (overlong forms, surrogates,
 // code points past U+10FFFF, stray continuation bytes, a sequence cut short) replaced by U+FFFD.
 std::string valid_utf8(std::string_view text);

@@ -83,6 +83,10 @@ class VirtualCluster(unittest.TestCase):
             m = re.match(r"export (\w+)=(.*)", line)
             if m:
                 cls.env[m.group(1)] = m.group(2).replace("$PATH", os.environ.get("PATH", ""))
+        # Programs go on the shared file system, as on a real cluster: a node's /tmp is its own,
+        # and the build tree may be under /tmp.
+        cls.ring = cls.dir / "shared" / "ring.mpich"
+        shutil.copy(APPS / "ring.mpich", cls.ring)
         status = cluster("status", directory=cls.dir).stdout
         cls.veths = re.search(r"veths (\S+)\.\.(\S+)", status).groups()
         print(status, file=sys.stderr)
@@ -100,7 +104,8 @@ class VirtualCluster(unittest.TestCase):
     def submit(self, script, *args):
         path = self.dir / "shared" / f"job{time.monotonic_ns()}.sh"
         path.write_text(script)
-        r = self.slurm("sbatch", "--parsable", "-o", f"{path}.out", *args, path)
+        r = self.slurm("sbatch", "--parsable", "-D", self.dir / "shared", "-o", f"{path}.out",
+                       *args, path)
         self.assertEqual(r.returncode, 0, r.stderr)
         return int(r.stdout.strip().split(";")[0]), pathlib.Path(f"{path}.out")
 
@@ -116,7 +121,7 @@ class VirtualCluster(unittest.TestCase):
 
     def test_traced_two_node_job_has_every_rank_on_both_hosts(self):
         before = [veth_bytes(v) for v in self.veths]
-        job, out = self.submit(f"#!/bin/sh\nsrun --mpi=pmi2 {APPS / 'ring.mpich'} -i 300\n",
+        job, out = self.submit(f"#!/bin/sh\nsrun --mpi=pmi2 {self.ring} -i 300\n",
                                "--predict", "-N", "2", "-n", "4")
         self.assertEqual(self.wait(job), "COMPLETED", out.read_text() if out.exists() else "")
         crossed = sum(veth_bytes(v) for v in self.veths) - sum(before)
@@ -134,7 +139,7 @@ class VirtualCluster(unittest.TestCase):
     def test_twenty_traced_two_node_mpich_jobs_all_complete(self):
         """MPICH 4.0.2's finalize hang across nodes (skeletons/finalize_pause.h): 15 of 20 such
         jobs hung before the tracer paused ranks before finalize."""
-        jobs = [self.submit(f"#!/bin/sh\nsrun --mpi=pmi2 {APPS / 'ring.mpich'} -i 50\n",
+        jobs = [self.submit(f"#!/bin/sh\nsrun --mpi=pmi2 {self.ring} -i 50\n",
                             "--predict", "-N", "2", "-n", "4")[0] for _ in range(20)]
         states = [self.wait(job) for job in jobs]
         self.assertEqual(states, ["COMPLETED"] * 20)

@@ -4,6 +4,9 @@
 
 #include <charconv>
 #include <chrono>
+#include <ctime>
+
+#include "guard/heartbeat.h"
 
 namespace pskel::jobsubmit {
 namespace {
@@ -19,11 +22,13 @@ void append_u32(std::string& out, uint32_t v) {
 }  // namespace
 
 void make_key(std::string& out, uint32_t uid, std::string_view app, uint32_t ntasks,
-              std::string_view partition) {
+              uint32_t nodes, std::string_view partition) {
   out.clear();
   append_u32(out, uid);
   out += ' ';
   append_u32(out, ntasks);
+  out += ' ';
+  append_u32(out, nodes);
   out += ' ';
   out += partition;
   out += ' ';
@@ -31,11 +36,28 @@ void make_key(std::string& out, uint32_t uid, std::string_view app, uint32_t nta
 }
 
 Snapshot::Snapshot(const exportfile::Data& data) {
-  entries_.reserve(data.entries.size());
-  std::string key;
+  entries_.reserve(data.entries.size() * 2);
+  std::string key, any;
   for (const exportfile::Entry& e : data.entries) {
-    make_key(key, e.uid, e.app, e.ntasks, e.partition);
-    entries_[key] = Prediction{e.predicted_seconds, e.prediction_id};
+    if (e.nodes == kAnyNodes) continue;  // not a valid entry, and the key of jobs without a count
+    make_key(key, e.uid, e.app, e.ntasks, e.nodes, e.partition);
+    entries_[key] = Prediction{e.predicted_seconds, e.prediction_id, e.nodes};
+  }
+  predictions_ = entries_.size();
+  // For jobs that ask for no node count: the longest prediction over every node count (of
+  // the same length, the newer one), computed here so that job_submit looks up one key. From
+  // the entries that stayed: a later line of the same key replaced an earlier one.
+  for (const exportfile::Entry& e : data.entries) {
+    if (e.nodes == kAnyNodes) continue;
+    make_key(key, e.uid, e.app, e.ntasks, e.nodes, e.partition);
+    const Prediction& p = entries_.find(std::string_view(key))->second;
+    make_key(any, e.uid, e.app, e.ntasks, kAnyNodes, e.partition);
+    const auto [it, added] = entries_.try_emplace(any, p);
+    Prediction& longest = it->second;
+    if (!added && (p.predicted_seconds > longest.predicted_seconds ||
+                   (p.predicted_seconds == longest.predicted_seconds &&
+                    p.prediction_id > longest.prediction_id)))
+      longest = p;
   }
   for (const exportfile::Partition& p : data.partitions) {
     partitions_[p.name] = p.max_minutes;
@@ -44,10 +66,10 @@ Snapshot::Snapshot(const exportfile::Data& data) {
 }
 
 const Prediction* Snapshot::find(uint32_t uid, std::string_view app, uint32_t ntasks,
-                                 std::string_view partition) const {
+                                 uint32_t nodes, std::string_view partition) const {
   std::string key;  // one small allocation; no thread_local in a plugin that may be unloaded
-  key.reserve(32 + app.size() + partition.size());
-  make_key(key, uid, app, ntasks, partition);
+  key.reserve(40 + app.size() + partition.size());  // 3 numbers of 10 digits and 4 blanks
+  make_key(key, uid, app, ntasks, nodes, partition);
   const auto it = entries_.find(std::string_view(key));
   return it == entries_.end() ? nullptr : &it->second;
 }
@@ -57,9 +79,10 @@ uint32_t Snapshot::partition_max(std::string_view partition) const {
   return it == partitions_.end() ? exportfile::kUnlimited : it->second;
 }
 
-PredictionCache::PredictionCache(std::string path, Log log)
+PredictionCache::PredictionCache(std::string path, Log log, std::string heartbeat)
     : path_(std::move(path)),
       log_(std::move(log)),
+      heartbeat_(std::move(heartbeat)),
       snapshot_(std::make_shared<Snapshot>(exportfile::Data{})) {}
 
 PredictionCache::~PredictionCache() { stop(); }
@@ -76,6 +99,7 @@ bool PredictionCache::stat_file(FileId* id) const {
 
 void PredictionCache::start() {
   reload_if_changed();
+  check_guard();
   std::lock_guard<std::mutex> lock(mu_);
   if (thread_.joinable()) return;
   stopping_ = false;
@@ -106,6 +130,22 @@ void PredictionCache::poll() {
 std::shared_ptr<const Snapshot> PredictionCache::snapshot() const {
   std::lock_guard<std::mutex> lock(mu_);
   return snapshot_;
+}
+
+void PredictionCache::check_guard() {
+  if (heartbeat_.empty()) return;
+  const guard::Heartbeat h = guard::read_heartbeat(heartbeat_, std::time(nullptr));
+  const bool was = guard_alive_.exchange(h.alive, std::memory_order_relaxed);
+  if (was == h.alive && guard_logged_) return;
+  if (!guard_logged_ && h.alive) {
+    guard_logged_ = true;  // the usual state: nothing to say
+    return;
+  }
+  guard_logged_ = true;
+  if (log_)
+    log_(h.alive ? "guard: " + guard::describe(h, heartbeat_) + ": time limits are set again"
+                 : "guard: " + guard::describe(h, heartbeat_) +
+                       ": no time limits are set while it is down (GuardRequired=yes)");
 }
 
 void PredictionCache::reload_if_changed() {
@@ -150,6 +190,7 @@ void PredictionCache::loader() {
     }
     try {
       reload_if_changed();
+      check_guard();
     } catch (const std::exception& e) {
       if (log_) log_(std::string("export: reload failed: ") + e.what());
     }

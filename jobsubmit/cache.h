@@ -10,6 +10,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -26,19 +27,27 @@ namespace pskel::jobsubmit {
 struct Prediction {
   double predicted_seconds = 0;
   int64_t prediction_id = 0;
+  uint32_t nodes = 1;  // the node count it was made for
 };
+
+// find()'s node count for a job that asked for none.
+inline constexpr uint32_t kAnyNodes = 0;
 
 // An immutable view of one version of the export.
 class Snapshot {
  public:
   explicit Snapshot(const exportfile::Data& data);
-  // REQUIRES: partition non-empty. nullptr when nothing is known.
-  const Prediction* find(uint32_t uid, std::string_view app, uint32_t ntasks,
+  // REQUIRES: partition non-empty. nullptr when nothing is known. `nodes` is the node count the
+  // job asked for: only a prediction for that many nodes matches. kAnyNodes (the job asked for
+  // none, so it may run on any layout) matches the longest prediction of any node count: a
+  // limit from a shorter one could end the job early. One hash lookup either way.
+  const Prediction* find(uint32_t uid, std::string_view app, uint32_t ntasks, uint32_t nodes,
                          std::string_view partition) const;
   // kUnlimited when the partition is unknown.
   uint32_t partition_max(std::string_view partition) const;
   const std::string& default_partition() const { return default_partition_; }
-  size_t size() const { return entries_.size(); }
+  // The predictions held (the kAnyNodes entries not counted).
+  size_t size() const { return predictions_; }
 
  private:
   struct Hash {
@@ -48,17 +57,19 @@ class Snapshot {
   std::unordered_map<std::string, Prediction, Hash, std::equal_to<>> entries_;
   std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> partitions_;
   std::string default_partition_;
+  size_t predictions_ = 0;
 };
 
-// The lookup key of (uid, app, ntasks, partition), written into `out`.
+// The lookup key of (uid, app, ntasks, nodes, partition), written into `out`.
 void make_key(std::string& out, uint32_t uid, std::string_view app, uint32_t ntasks,
-              std::string_view partition);
+              uint32_t nodes, std::string_view partition);
 
 class PredictionCache {
  public:
   using Log = std::function<void(const std::string&)>;
-  // `log` is called from the loader thread.
-  PredictionCache(std::string path, Log log);
+  // `log` is called from the loader thread. A non-empty `heartbeat` is the guard's heartbeat
+  // file (guard/heartbeat.h), read by the loader thread; guard_alive() says what it found.
+  PredictionCache(std::string path, Log log, std::string heartbeat = "");
   ~PredictionCache();
   PredictionCache(const PredictionCache&) = delete;
   PredictionCache& operator=(const PredictionCache&) = delete;
@@ -72,6 +83,11 @@ class PredictionCache {
   std::shared_ptr<const Snapshot> snapshot() const;
   // Loads the file now if it changed (the loader thread's step; public for tests).
   void reload_if_changed();
+  // Whether the guard was running at the loader's last look (true without a heartbeat file to
+  // watch). One atomic load: cheap enough for every submission.
+  bool guard_alive() const { return guard_alive_.load(std::memory_order_relaxed); }
+  // Reads the heartbeat now, logging a change (the loader thread's step; public for tests).
+  void check_guard();
 
  private:
   struct FileId {
@@ -86,6 +102,9 @@ class PredictionCache {
 
   const std::string path_;
   const Log log_;
+  const std::string heartbeat_;
+  std::atomic<bool> guard_alive_{true};
+  bool guard_logged_ = false;  // a state was logged once (the first look logs only a down guard)
   mutable std::mutex mu_;
   std::condition_variable wake_;
   std::shared_ptr<const Snapshot> snapshot_;

@@ -21,12 +21,14 @@ extern "C" {
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "cache.h"
 #include "config/config.h"
 #include "export/app_key.h"
+#include "guard/extend.h"
 #include "policy.h"
 #include "slurm_alloc.h"
 
@@ -36,6 +38,7 @@ namespace pskel::jobsubmit {
 namespace {
 
 static_assert(kNoVal == NO_VAL && kInfinite == INFINITE, "Slurm's special values changed");
+static_assert(kAnyNodes == 0, "requested_nodes() returns 0 for a job without a node count");
 
 constexpr std::string_view kOptionEnv = "_SLURM_SPANK_OPTION_pskel_predict=";
 constexpr std::string_view kTagEnv = "PSKEL_PREDICT=";
@@ -49,9 +52,11 @@ struct State {
   Limits limits;
   PredictionCache cache;
   State(config::Config c, Limits l)
-      : conf(std::move(c)), limits(l), cache(conf.export_file, [](const std::string& line) {
-          slurm_info("pskel: %s", line.c_str());
-        }) {}
+      : conf(std::move(c)),
+        limits(l),
+        cache(
+            conf.export_file, [](const std::string& line) { slurm_info("pskel: %s", line.c_str()); },
+            conf.guard_required ? conf.heartbeat_file : std::string()) {}
 };
 std::unique_ptr<State> g_state;
 
@@ -144,6 +149,9 @@ int submit(job_desc_msg_t* job, char** err_msg) {
       set_job_env(job, kScriptKeyName, script_key);
   }
   if (st.conf.policy == config::Policy::Off) return SLURM_SUCCESS;
+  // A limit nobody will extend could cost the job: none while the guard is down (the loader
+  // thread logged it once).
+  if (!st.cache.guard_alive()) return SLURM_SUCCESS;
 
   st.cache.poll();
   const std::shared_ptr<const Snapshot> snap = st.cache.snapshot();
@@ -151,7 +159,8 @@ int submit(job_desc_msg_t* job, char** err_msg) {
   if (partition.empty()) partition = snap->default_partition();
   if (partition.empty()) return SLURM_SUCCESS;
   const uint32_t ntasks = job->num_tasks == NO_VAL || job->num_tasks == 0 ? 1 : job->num_tasks;
-  const Prediction* pred = snap->find(job->user_id, app, ntasks, partition);
+  const uint32_t nodes = requested_nodes(job->min_nodes, job->max_nodes);
+  const Prediction* pred = snap->find(job->user_id, app, ntasks, nodes, partition);
   if (!pred) return SLURM_SUCCESS;
 
   const Decision d = decide(st.conf.policy, pred->predicted_seconds, st.limits, job->time_limit,
@@ -162,14 +171,20 @@ int submit(job_desc_msg_t* job, char** err_msg) {
   }
   const std::string predicted = seconds_text(pred->predicted_seconds);
   if (predicted.empty()) return SLURM_SUCCESS;
+  const uint32_t asked = job->time_limit;
   job->time_limit = d.limit;
   set_job_env(job, kLimitedName,
               std::to_string(pred->prediction_id) + ":" + predicted + ":" + std::to_string(d.limit));
-  const std::string comment = "pskel: time limit " + std::to_string(d.limit) + " min from prediction #" +
-                              std::to_string(pred->prediction_id) + " (" + predicted + "s for " +
-                              app + ", " + std::to_string(ntasks) + " tasks, partition " +
-                              partition + "; policy " + config::policy_name(st.conf.policy) +
-                              ": " + d.why + ")";
+  // The layout of the prediction used; for a job without one node count, the longest of them.
+  std::string layout = std::to_string(ntasks) + " tasks on " + std::to_string(pred->nodes) +
+                       (pred->nodes == 1 ? " node" : " nodes");
+  if (nodes == kAnyNodes) layout += " (no single node count requested: the longest)";
+  // The guard reads the first part back: the limit, and the one the job had without pskel.
+  const std::string comment =
+      guard::limit_comment(d.limit, pred->prediction_id,
+                           asked == NO_VAL ? std::nullopt : std::optional<uint32_t>(asked)) +
+      " (" + predicted + "s for " + app + ", " + layout + ", partition " + partition + "; policy " +
+      config::policy_name(st.conf.policy) + ": " + d.why + ")";
   append_text(&job->admin_comment, comment, "; ");
   append_text(err_msg,
               "pskel: time limit set to " + std::to_string(d.limit) +

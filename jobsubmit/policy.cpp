@@ -34,6 +34,12 @@ std::string seconds_text(double s) {
   return std::string(buf, r.ptr);
 }
 
+uint32_t requested_nodes(uint32_t min_nodes, uint32_t max_nodes) {
+  if (min_nodes == kNoVal || min_nodes == 0) return 0;
+  const bool range = max_nodes != kNoVal && max_nodes != 0 && max_nodes != min_nodes;
+  return range ? 0 : min_nodes;
+}
+
 Decision decide(config::Policy policy, double predicted_seconds, const Limits& limits,
                 uint32_t user_limit, uint32_t partition_max) {
   Decision d;

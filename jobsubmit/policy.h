@@ -41,6 +41,11 @@ struct Decision {
 // it could not be written (never, by the clamp).
 std::string seconds_text(double seconds);
 
+// The node count a job asked for, from its job_desc's min_nodes and max_nodes: sbatch -N n sets
+// both to n and -N n-m to n and m; without -N both stay kNoVal (-n 0 sets min_nodes to 0). 0
+// (cache.h's kAnyNodes) when it asked for none, or for a range: it may get any count in it.
+uint32_t requested_nodes(uint32_t min_nodes, uint32_t max_nodes);
+
 // `user_limit` is the job's time_limit as submitted (minutes, kNoVal when not given). A
 // prediction that is not exportfile::valid_predicted_seconds changes nothing.
 Decision decide(config::Policy policy, double predicted_seconds, const Limits& limits,

@@ -89,12 +89,13 @@ std::string inherited_tracer(std::string_view ld_preload) {
 
 std::string job_dir_name(uint32_t job_id) { return "job." + std::to_string(job_id); }
 
-std::string step_dir_name(uint32_t step_id) {
+std::string step_dir_name(uint32_t step_id, uint32_t restart_count) {
+  const std::string run = restart_count ? "run" + std::to_string(restart_count) + "." : "";
   switch (step_id) {
-    case kBatchStep: return "step.batch";
-    case kExternStep: return "step.extern";
-    case kInteractiveStep: return "step.interactive";
-    default: return "step." + std::to_string(step_id);
+    case kBatchStep: return run + "step.batch";
+    case kExternStep: return run + "step.extern";
+    case kInteractiveStep: return run + "step.interactive";
+    default: return run + "step." + std::to_string(step_id);
   }
 }
 

@@ -41,8 +41,10 @@ std::string with_tracer(std::string_view ld_preload, const std::string& tracer);
 std::string inherited_tracer(std::string_view ld_preload);
 
 // Names inside the spool directory: "job.<id>" per job, "step.<id>" per step inside it
-// ("step.batch" for the batch script, "step.extern", "step.interactive").
+// ("step.batch" for the batch script, "step.extern", "step.interactive"). A job Slurm requeued
+// (SLURM_RESTART_COUNT=R > 0) runs again under the same id: its steps are "run<R>.step.<id>",
+// so that the partial trace of an earlier run never mixes with a later run's.
 std::string job_dir_name(uint32_t job_id);
-std::string step_dir_name(uint32_t step_id);
+std::string step_dir_name(uint32_t step_id, uint32_t restart_count = 0);
 
 }  // namespace pskel::spank

@@ -134,8 +134,10 @@ int stepd_task_init(spank_t sp) {
     log_error("task_init: tracer: " + tracer + ": not readable: job runs untraced");
     return ESPANK_SUCCESS;
   }
-  const std::string dir =
-      g_conf->spool_dir + "/" + job_dir_name(job_id) + "/" + step_dir_name(step_id);
+  uint64_t restarts = 0;
+  if (!config::parse_u64(getenv_job(sp, "SLURM_RESTART_COUNT"), &restarts) || restarts > 0xffff) restarts = 0;
+  const std::string dir = g_conf->spool_dir + "/" + job_dir_name(job_id) + "/" +
+                          step_dir_name(step_id, static_cast<uint32_t>(restarts));
   // The directory first: a tracer without it would write into the working directory.
   if (spank_setenv(sp, "PSKEL_TRACE_DIR", dir.c_str(), 1) != ESPANK_SUCCESS ||
       spank_setenv(sp, "LD_PRELOAD", with_tracer(preload, tracer).c_str(), 1) != ESPANK_SUCCESS)

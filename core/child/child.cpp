@@ -83,6 +83,21 @@ bool has_exited(pid_t pid) {
          info.si_pid == pid;
 }
 
+// Whether a complete line starting with `done` ends in out[from - done.size(), ...): only the
+// text just appended (and what could begin a line before it) is looked at.
+bool saw_done_line(const std::string& out, size_t from, const std::string& done) {
+  if (done.empty()) return false;
+  size_t at = out.rfind('\n', from > 0 ? from - 1 : 0);
+  at = (at == std::string::npos || from == 0) ? 0 : at + 1;
+  while (at < out.size()) {
+    const size_t nl = out.find('\n', at);
+    if (nl == std::string::npos) return false;
+    if (out.compare(at, done.size(), done) == 0) return true;
+    at = nl + 1;
+  }
+  return false;
+}
+
 // Reads the child's stdout and stderr into `result` until the child has exited and the pipes
 // are drained, the deadline passes or the caller is interrupted; then kills the child's process
 // group (what it left behind, which may hold the pipes open) and reaps the child.
@@ -96,6 +111,10 @@ void capture(pid_t pid, int out_fd, int err_fd, const Options& options,
   while (open_fds > 0) {
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!exited && result.done_seconds >= 0 && elapsed - result.done_seconds >= options.exit_grace_seconds) {
+      result.killed_after_done = true;
+      break;
+    }
     if (options.timeout_seconds > 0 && elapsed >= options.timeout_seconds) {
       result.timed_out = true;
       result.time_limit = options.timeout_seconds;
@@ -116,7 +135,11 @@ void capture(pid_t pid, int out_fd, int err_fd, const Options& options,
       const ssize_t got = ::read(fds[i].fd, buf, sizeof buf);
       if (got > 0) {
         const size_t room = options.max_output - std::min(options.max_output, sinks[i]->size());
+        const size_t before = sinks[i]->size();
         sinks[i]->append(buf, std::min(static_cast<size_t>(got), room));
+        if (i == 0 && result.done_seconds < 0 && saw_done_line(result.out, before, options.done_line))
+          result.done_seconds =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
         ::close(fds[i].fd);
         fds[i].fd = -1;

@@ -26,6 +26,12 @@ struct Options {
   size_t max_output = 16u << 20;                // of stdout and of stderr each
   bool search_path = false;                     // look argv[0] up in PATH; else it must be absolute
   bool stop_on_interrupt = false;               // SIGINT/SIGTERM to the caller kill the child
+  // Once a line of stdout starts with `done_line` (non-empty), the child has this many seconds
+  // more to exit before it is killed (Result::killed_after_done): a program that has printed its
+  // result and then hangs in its shutdown (MPICH's MPI_Finalize across nodes) is given up in
+  // seconds, not at the timeout.
+  std::string done_line;
+  double exit_grace_seconds = 10;
 };
 
 struct Result {
@@ -36,6 +42,8 @@ struct Result {
   std::string out, err;      // captured, each cut at max_output
   double seconds = 0;        // wall time from start to exit
   double time_limit = 0;     // the timeout it was killed at, if timed_out
+  double done_seconds = -1;  // when the done_line was read (-1: never)
+  bool killed_after_done = false;  // printed done_line, did not exit within the grace
   // "exit 2: <first stderr line>", "did not finish within 600 s (killed)", "interrupted",
   // "cannot run: <reason>"
   std::string failure() const;

@@ -7,11 +7,13 @@
 #include <pwd.h>
 
 #include <cstdlib>
+#include <ctime>
 #include <nlohmann/json.hpp>
 #include <optional>
 
 #include "commands.h"
 #include "config/config.h"
+#include "guard/heartbeat.h"
 #include "store/store.h"
 #include "util/json_text.h"
 #include "util/text.h"
@@ -62,6 +64,11 @@ Result<Opened> open_store(const DbOptions& o, store::Access access) {
 }
 
 std::string seconds(double s) { return s < 0 ? "-" : fmt::format("{:.1f}", s); }
+
+// "4 tasks on 2 nodes": a prediction holds for that layout only.
+std::string layout(uint32_t ntasks, uint32_t nodes) {
+  return fmt::format("{} tasks on {} {}", ntasks, nodes, nodes == 1 ? "node" : "nodes");
+}
 
 // Stored text may hold a newline, a terminal escape or invalid UTF-8 (users chose it): on the
 // terminal it is one line, escaped.
@@ -132,12 +139,14 @@ int show(const DbOptions& o, const std::string& app) {
     nlohmann::json j = app_json(a);
     j["traces"] = nlohmann::json::array();
     for (const auto& t : traces.value())
-      j["traces"].push_back({{"job_id", t.job_id}, {"ntasks", t.ntasks}, {"partition", t.partition},
-                             {"state", t.state}, {"step", t.step}, {"message", t.message},
-                             {"trace_dir", t.trace_dir}, {"runtime_seconds", t.runtime_seconds}});
+      j["traces"].push_back({{"job_id", t.job_id}, {"ntasks", t.ntasks}, {"nodes", t.nodes},
+                             {"partition", t.partition}, {"state", t.state}, {"step", t.step},
+                             {"message", t.message}, {"trace_dir", t.trace_dir},
+                             {"runtime_seconds", t.runtime_seconds}});
     j["predictions"] = nlohmann::json::array();
     for (const auto& p : predictions.value())
-      j["predictions"].push_back({{"id", p.id}, {"ntasks", p.ntasks}, {"partition", p.partition},
+      j["predictions"].push_back({{"id", p.id}, {"ntasks", p.ntasks}, {"nodes", p.nodes},
+                                  {"partition", p.partition},
                                   {"skeleton_seconds", p.skeleton_seconds}, {"scale", p.scale},
                                   {"predicted_seconds", p.predicted_seconds}, {"created", p.created}});
     j["outcomes"] = nlohmann::json::array();
@@ -150,13 +159,13 @@ int show(const DbOptions& o, const std::string& app) {
     if (o.json) continue;
     fmt::print("application {} (id {}) of {} (uid {})\n", shown(a.key), a.id, shown(a.user), a.uid);
     for (const auto& t : traces.value())
-      fmt::print("  trace    job {:<8} {} tasks, {:<10} {:<8} {}{}  run time {} s\n", t.job_id,
-                 t.ntasks, shown(t.partition), shown(t.state), shown(t.step),
+      fmt::print("  trace    job {:<8} {:<20} {:<10} {:<8} {}{}  run time {} s\n", t.job_id,
+                 layout(t.ntasks, t.nodes) + ",", shown(t.partition), shown(t.state), shown(t.step),
                  t.message.empty() ? "" : ": " + shown(t.message, 400), seconds(t.runtime_seconds));
     for (const auto& p : predictions.value())
-      fmt::print("  predict  #{:<7} {} tasks, {:<10} {} s (skeleton {} s x {})\n", p.id, p.ntasks,
-                 shown(p.partition), seconds(p.predicted_seconds), seconds(p.skeleton_seconds),
-                 p.scale);
+      fmt::print("  predict  #{:<7} {:<20} {:<10} {} s (skeleton {} s x {})\n", p.id,
+                 layout(p.ntasks, p.nodes) + ",", shown(p.partition), seconds(p.predicted_seconds),
+                 seconds(p.skeleton_seconds), p.scale);
     for (const auto& c : outcomes.value())
       fmt::print("  outcome  job {:<8} predicted {} s, limit {} min, actual {} s, {}\n", c.job_id,
                  seconds(c.predicted_seconds), c.limit_minutes, seconds(c.actual_seconds),
@@ -202,23 +211,41 @@ int report(const DbOptions& o) {
   if (!db) return fail(db.error().line());
   auto rows = db.value().store.report(db.value().uid);
   if (!rows) return fail(rows.error().line());
+  const std::string& heartbeat_path = db.value().conf.heartbeat_file;
+  const guard::Heartbeat heartbeat = guard::read_heartbeat(heartbeat_path, std::time(nullptr));
   if (o.json) {
-    print_json_rows(rows.value(), [](const store::Accuracy& r, nlohmann::json& j) {
+    nlohmann::json out;
+    out["guard"] = {{"running", heartbeat.alive},
+                    {"heartbeat_age_seconds", heartbeat.present ? nlohmann::json(heartbeat.age_seconds)
+                                                                : nlohmann::json()},
+                    {"heartbeat", heartbeat_path}};
+    out["applications"] = nlohmann::json::array();
+    for (const store::Accuracy& r : rows.value()) {
+      nlohmann::json j = app_json(r.app);
+      j["limited"] = r.limited;
+      j["extended"] = r.extended;
+      j["killed"] = r.killed_at_pskel_limit;
+      j["timeouts"] = r.timeouts;
       j["jobs"] = r.jobs;
       j["mean_abs_error_pct"] = r.mean_abs_error_pct;
       j["max_abs_error_pct"] = r.max_abs_error_pct;
       j["mean_predicted_seconds"] = r.mean_predicted;
       j["mean_actual_seconds"] = r.mean_actual;
-      j["timeouts"] = r.timeouts;
-    });
+      out["applications"].push_back(std::move(j));
+    }
+    fmt::print("{}\n", json_text(out, 2));
     return 0;
   }
-  fmt::print("{:<12} {:<32} {:>5} {:>10} {:>10} {:>11} {:>10} {:>8}\n", "user", "application",
-             "jobs", "mean err%", "max err%", "predicted s", "actual s", "timeouts");
+  // The guard first: without it, pskel's limits are not safe (docs/guard.md).
+  fmt::print("guard: {}\n\n", guard::describe(heartbeat, heartbeat_path));
+  fmt::print("{:<12} {:<32} {:>7} {:>8} {:>6} {:>10} {:>10} {:>11} {:>10}\n", "user", "application",
+             "limited", "extended", "killed", "mean err%", "max err%", "predicted s", "actual s");
   for (const auto& r : rows.value())
-    fmt::print("{:<12} {:<32} {:>5} {:>10.1f} {:>10.1f} {:>11.1f} {:>10.1f} {:>8}\n",
-               shown(r.app.user), shown(r.app.key), r.jobs, r.mean_abs_error_pct,
-               r.max_abs_error_pct, r.mean_predicted, r.mean_actual, r.timeouts);
+    fmt::print("{:<12} {:<32} {:>7} {:>8} {:>6} {:>10.1f} {:>10.1f} {:>11.1f} {:>10.1f}\n",
+               shown(r.app.user), shown(r.app.key), r.limited, r.extended, r.killed_at_pskel_limit,
+               r.mean_abs_error_pct, r.max_abs_error_pct, r.mean_predicted, r.mean_actual);
+  fmt::print("\nkilled: jobs ended TIMEOUT at a limit pskel set (the guard keeps it at 0); "
+             "err%: |predicted - actual| / actual\n");
   return 0;
 }
 

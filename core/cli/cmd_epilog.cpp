@@ -1,6 +1,6 @@
-// pskel epilog: called from Slurm's epilog (etc/pskel-epilog) with slurmd's environment.
-// Queues traced jobs and jobs whose limit pskel set, starts a detached worker, returns at once.
-// Always exits 0: a failing epilog would drain the node, and pskel never affects jobs or nodes.
+// pskel epilog: called from EpilogSlurmctld (etc/pskel-epilog) with slurmctld's environment,
+// once per job. Queues traced jobs and jobs whose limit pskel set, starts a detached worker,
+// returns at once. Always exits 0: pskel never affects jobs, nodes or slurmctld.
 #include <fmt/format.h>
 
 #include <cstdlib>

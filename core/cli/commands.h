@@ -20,6 +20,7 @@ Subcommand add_compress_command(CLI::App& app);
 Subcommand add_skeleton_command(CLI::App& app);   // cmd_skeleton.cpp
 Subcommand add_predict_command(CLI::App& app);    // cmd_predict.cpp
 Subcommand add_epilog_command(CLI::App& app);     // cmd_epilog.cpp
+Subcommand add_guard_command(CLI::App& app);      // cmd_guard.cpp
 Subcommand add_db_command(CLI::App& app);         // cmd_db.cpp
 Subcommand add_report_command(CLI::App& app);     // cmd_db.cpp
 Subcommand add_timeline_command(CLI::App& app);   // cmd_timeline.cpp

@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
       pskel::cli::add_skeleton_command(app),
       pskel::cli::add_predict_command(app),
       pskel::cli::add_epilog_command(app),
+      pskel::cli::add_guard_command(app),
       pskel::cli::add_db_command(app),
       pskel::cli::add_report_command(app),
       pskel::cli::add_timeline_command(app),

@@ -127,6 +127,17 @@ const std::map<std::string, Setter>& setters() {
       {"launchermpich", text_setter(&Config::launcher_mpich)},
       {"launcheropenmpi", text_setter(&Config::launcher_openmpi)},
       {"maxtracebytes", number_setter(&Config::max_trace_bytes, 1, 1e15)},
+      {"heartbeatfile", path_setter(&Config::heartbeat_file)},
+      {"guardinterval", number_setter(&Config::guard_interval, 1, 3600)},
+      {"guardstep", number_setter(&Config::guard_step, 0.05, 10.0)},
+      {"guardrequired",
+       [](Config& c, const std::string& v) -> std::string {
+         const std::string b = lower(v);
+         if (b == "yes" || b == "true" || b == "1") c.guard_required = true;
+         else if (b == "no" || b == "false" || b == "0") c.guard_required = false;
+         else return "must be yes or no";
+         return "";
+       }},
   };
   return table;
 }
@@ -201,7 +212,7 @@ Result<std::vector<Pair>> split_pairs(std::string_view line) {
 
 Result<Config> parse_config(std::string_view text, const std::string& origin, Config base) {
   Config c = std::move(base);
-  bool database_set = false, export_set = false, log_set = false;
+  bool database_set = false, export_set = false, log_set = false, heartbeat_set = false;
   size_t line_no = 0;
   while (!text.empty()) {
     ++line_no;
@@ -222,11 +233,13 @@ Result<Config> parse_config(std::string_view text, const std::string& origin, Co
       database_set |= key == "database";
       export_set |= key == "exportfile";
       log_set |= key == "logfile";
+      heartbeat_set |= key == "heartbeatfile";
     }
   }
   if (!database_set) c.database = c.state_dir + "/pskel.db";
   if (!export_set) c.export_file = c.state_dir + "/predictions.export";
   if (!log_set) c.log_file = c.state_dir + "/worker.log";
+  if (!heartbeat_set) c.heartbeat_file = c.state_dir + "/guard.heartbeat";
   return c;
 }
 

@@ -46,6 +46,11 @@ struct Config {
   std::string launcher_mpich = "srun --mpi=pmi2 -n {ntasks}";                    // LauncherMpich
   std::string launcher_openmpi = "mpiexec.openmpi --oversubscribe -n {ntasks}";  // LauncherOpenmpi
   uint64_t max_trace_bytes = uint64_t{8} << 30;  // MaxTraceBytes: larger traces are not processed
+  // The guard (`pskel guard`, on the controller): extends jobs whose limit pskel set.
+  std::string heartbeat_file;    // HeartbeatFile: default StateDir/guard.heartbeat
+  uint32_t guard_interval = 30;  // GuardInterval: seconds between two looks at the running jobs
+  double guard_step = 0.5;       // GuardStep: an extension adds this fraction of the limit
+  bool guard_required = true;    // GuardRequired: job_submit sets no limit while the guard is down
 
   // The built-in defaults (paths from the build's install options), before any file.
   static Config defaults();

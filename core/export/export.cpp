@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
@@ -16,7 +17,9 @@
 namespace pskel::exportfile {
 namespace {
 
-constexpr std::string_view kHeader = "pskel-export 1";
+constexpr std::string_view kHeader = "pskel-export 2";
+// Version 1 (before node counts): E lines without <nodes>, every prediction for one node.
+constexpr std::string_view kHeaderV1 = "pskel-export 1";
 
 // The shortest text that reads back as `v` (what from_chars parses); false when it does not fit,
 // which no double does: the longest, "-2.2250738585072014e-308", has 24 characters.
@@ -125,13 +128,13 @@ bool valid_predicted_seconds(double seconds) {
 }
 
 bool valid_entry(const Entry& e) {
-  return valid_word(e.partition) && valid_word(e.app) && e.ntasks > 0 &&
+  return valid_word(e.partition) && valid_word(e.app) && e.ntasks > 0 && e.nodes > 0 &&
          valid_predicted_seconds(e.predicted_seconds);
 }
 
 std::string format(const Data& data) {
   std::string out;
-  out.reserve(64 + data.partitions.size() * 32 + data.entries.size() * 48);
+  out.reserve(64 + data.partitions.size() * 32 + data.entries.size() * 52);
   out += kHeader;
   out += '\n';
   size_t partitions = 0, entries = 0;
@@ -143,8 +146,9 @@ std::string format(const Data& data) {
   }
   for (const Entry& e : data.entries) {
     if (!valid_entry(e)) continue;
-    entries += append_line(out, std::string_view("E"), e.uid, e.ntasks, std::string_view(e.partition),
-                           e.predicted_seconds, e.prediction_id, std::string_view(e.app));
+    entries += append_line(out, std::string_view("E"), e.uid, e.ntasks, e.nodes,
+                           std::string_view(e.partition), e.predicted_seconds, e.prediction_id,
+                           std::string_view(e.app));
   }
   char crc[16];
   snprintf(crc, sizeof crc, "%08x", crc32c(out.data(), out.size()));
@@ -159,6 +163,7 @@ Result<Data> parse(std::string_view text, const std::string& origin) {
     return Error{origin, "line " + std::to_string(line_no) + ": " + what};
   };
   bool ended = false;
+  bool v1 = false;
   while (pos < text.size()) {
     ++line_no;
     const size_t nl = text.find('\n', pos);
@@ -168,7 +173,8 @@ Result<Data> parse(std::string_view text, const std::string& origin) {
     pos = nl + 1;
     if (ended) return bad("text after the end line");
     if (line_no == 1) {
-      if (line != kHeader) return bad("not a pskel export (expected \"pskel-export 1\")");
+      v1 = line == kHeaderV1;
+      if (line != kHeader && !v1) return bad("not a pskel export (expected \"pskel-export 2\")");
       continue;
     }
     if (line.starts_with("P ")) {
@@ -183,19 +189,27 @@ Result<Data> parse(std::string_view text, const std::string& origin) {
       p.is_default = w[3] == "default";
       data.partitions.push_back(std::move(p));
     } else if (line.starts_with("E ")) {
-      std::string_view w[7];
-      if (!split_words(line, w, 7)) return bad("prediction line needs 6 fields");
+      // Version 1 has no <nodes>: its fields are read as version 2's with nodes = 1.
+      std::string_view w[8];
+      if (v1) {
+        if (!split_words(line, w, 7)) return bad("prediction line needs 6 fields");
+        std::move_backward(w + 3, w + 7, w + 8);
+        w[3] = "1";
+      } else if (!split_words(line, w, 8)) {
+        return bad("prediction line needs 7 fields");
+      }
       Entry e;
-      if (!to_int(w[1], &e.uid) || !to_int(w[2], &e.ntasks) || e.ntasks == 0)
-        return bad("bad uid or task count");
-      if (!valid_word(w[3]) || !valid_word(w[6])) return bad("bad partition or application");
-      if (!to_seconds(w[4], &e.predicted_seconds))
+      if (!to_int(w[1], &e.uid) || !to_int(w[2], &e.ntasks) || e.ntasks == 0 ||
+          !to_int(w[3], &e.nodes) || e.nodes == 0)
+        return bad("bad uid, task count or node count");
+      if (!valid_word(w[4]) || !valid_word(w[7])) return bad("bad partition or application");
+      if (!to_seconds(w[5], &e.predicted_seconds))
         return bad("bad predicted seconds (not a number from 0 to " +
                    std::to_string(static_cast<uint64_t>(kMaxPredictedSeconds)) +
-                   "): " + quoted(w[4]));
-      if (!to_int(w[5], &e.prediction_id)) return bad("bad prediction id");
-      e.partition = w[3];
-      e.app = w[6];
+                   "): " + quoted(w[5]));
+      if (!to_int(w[6], &e.prediction_id)) return bad("bad prediction id");
+      e.partition = w[4];
+      e.app = w[7];
       data.entries.push_back(std::move(e));
     } else if (line.starts_with("end ")) {
       std::string_view w[4];

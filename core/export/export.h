@@ -3,13 +3,15 @@
 // slurmctld. It holds what job_submit needs and nothing else: no SQLite there.
 // The format is specified in docs/export-format.md. In short (text, one record per line):
 //
-//   pskel-export 1
+//   pskel-export 2
 //   P <partition> <max minutes|unlimited> <default|->
-//   E <uid> <ntasks> <partition> <predicted seconds> <prediction id> <application key>
+//   E <uid> <ntasks> <nodes> <partition> <predicted seconds> <prediction id> <application key>
 //   end <E lines> <P lines> <crc32c of every byte before this line, 8 hex digits>
 //
 // A file whose last line is not a matching `end` line is truncated or corrupt and is rejected
-// as a whole. Thread safety: all functions are reentrant.
+// as a whole. The writer writes version 2; the parser also reads version 1, whose E lines have
+// no node count (1 node), so that a slurmctld upgraded before the worker keeps its predictions.
+// Thread safety: all functions are reentrant.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +45,7 @@ struct Partition {
 struct Entry {
   uint32_t uid = 0;
   uint32_t ntasks = 0;
+  uint32_t nodes = 1;
   std::string partition;
   std::string app;  // application key (app_key.h)
   double predicted_seconds = 0;
@@ -57,7 +60,7 @@ struct Data {
 // A word that may appear in a record: 1-128 bytes, printable ASCII without blanks.
 bool valid_word(std::string_view word);
 
-// An entry parse() would accept: valid words, ntasks >= 1, valid_predicted_seconds.
+// An entry parse() would accept: valid words, ntasks >= 1, nodes >= 1, valid_predicted_seconds.
 bool valid_entry(const Entry& entry);
 
 // The file's text. Entries that are not valid_entry and partitions whose name is not a

@@ -7,9 +7,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <ctime>
+#include <iterator>
 #include <utility>
 
 #include "util/text.h"
@@ -17,7 +19,9 @@
 namespace pskel::store {
 namespace {
 
-constexpr int kSchemaVersion = 1;
+// The schema a new store gets. A change of it is a new version: kSchemaVersion + 1, and a step
+// in kMigrations that brings a store of the previous version to the same tables.
+constexpr int kSchemaVersion = 2;
 
 const char* const kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -40,7 +44,8 @@ CREATE TABLE IF NOT EXISTS traces(
   message TEXT NOT NULL DEFAULT '',
   trace_dir TEXT NOT NULL DEFAULT '',
   runtime_seconds REAL NOT NULL DEFAULT -1,
-  updated INTEGER NOT NULL);
+  updated INTEGER NOT NULL,
+  nodes INTEGER NOT NULL DEFAULT 1);
 CREATE TABLE IF NOT EXISTS skeletons(
   id INTEGER PRIMARY KEY,
   job_id INTEGER NOT NULL REFERENCES traces(job_id) ON DELETE CASCADE,
@@ -53,13 +58,14 @@ CREATE TABLE IF NOT EXISTS predictions(
   app_id INTEGER NOT NULL REFERENCES applications(id) ON DELETE CASCADE,
   uid INTEGER NOT NULL,
   ntasks INTEGER NOT NULL,
+  nodes INTEGER NOT NULL DEFAULT 1,
   partition TEXT NOT NULL,
   skeleton_id INTEGER REFERENCES skeletons(id) ON DELETE SET NULL,
   skeleton_seconds REAL NOT NULL,
   scale REAL NOT NULL,
   predicted_seconds REAL NOT NULL,
   created INTEGER NOT NULL,
-  UNIQUE(app_id, ntasks, partition));
+  UNIQUE(app_id, ntasks, nodes, partition));
 CREATE TABLE IF NOT EXISTS outcomes(
   job_id INTEGER PRIMARY KEY,
   uid INTEGER NOT NULL,
@@ -74,7 +80,60 @@ CREATE TABLE IF NOT EXISTS partitions(
   name TEXT PRIMARY KEY,
   max_minutes INTEGER NOT NULL,
   is_default INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS extensions(
+  id INTEGER PRIMARY KEY,
+  job_id INTEGER NOT NULL,
+  prediction_id INTEGER NOT NULL,
+  app_id INTEGER REFERENCES applications(id) ON DELETE CASCADE,
+  from_minutes INTEGER NOT NULL,
+  to_minutes INTEGER NOT NULL,
+  ceiling_minutes INTEGER NOT NULL,
+  elapsed_seconds INTEGER NOT NULL,
+  at INTEGER NOT NULL);
 )sql";
+
+// kMigrations[i] brings a store of schema version i + 1 to version i + 2, in the transaction
+// that opens it. A step is written once and never changed: it names the tables as they were
+// in its two versions, not as kSchema has them now.
+const char* const kMigrations[] = {
+    // 1 -> 2: predictions keyed by node count as well (multi-node jobs). traces.nodes goes
+    // last, where kSchema has it too. SQLite cannot change a UNIQUE constraint: predictions is
+    // rebuilt (nothing refers to it). Every existing row was a one-node job. The guard's
+    // extensions are new.
+    R"sql(
+ALTER TABLE traces ADD COLUMN nodes INTEGER NOT NULL DEFAULT 1;
+CREATE TABLE predictions_v2(
+  id INTEGER PRIMARY KEY,
+  app_id INTEGER NOT NULL REFERENCES applications(id) ON DELETE CASCADE,
+  uid INTEGER NOT NULL,
+  ntasks INTEGER NOT NULL,
+  nodes INTEGER NOT NULL DEFAULT 1,
+  partition TEXT NOT NULL,
+  skeleton_id INTEGER REFERENCES skeletons(id) ON DELETE SET NULL,
+  skeleton_seconds REAL NOT NULL,
+  scale REAL NOT NULL,
+  predicted_seconds REAL NOT NULL,
+  created INTEGER NOT NULL,
+  UNIQUE(app_id, ntasks, nodes, partition));
+INSERT INTO predictions_v2(id, app_id, uid, ntasks, nodes, partition, skeleton_id,
+                           skeleton_seconds, scale, predicted_seconds, created)
+  SELECT id, app_id, uid, ntasks, 1, partition, skeleton_id, skeleton_seconds, scale,
+         predicted_seconds, created FROM predictions;
+DROP TABLE predictions;
+ALTER TABLE predictions_v2 RENAME TO predictions;
+CREATE TABLE extensions(
+  id INTEGER PRIMARY KEY,
+  job_id INTEGER NOT NULL,
+  prediction_id INTEGER NOT NULL,
+  app_id INTEGER REFERENCES applications(id) ON DELETE CASCADE,
+  from_minutes INTEGER NOT NULL,
+  to_minutes INTEGER NOT NULL,
+  ceiling_minutes INTEGER NOT NULL,
+  elapsed_seconds INTEGER NOT NULL,
+  at INTEGER NOT NULL);
+)sql",
+};
+static_assert(std::size(kMigrations) == kSchemaVersion - 1, "one migration per older version");
 
 int64_t now() { return static_cast<int64_t>(std::time(nullptr)); }
 
@@ -253,27 +312,16 @@ auto collect(Stmt& s, F read) -> Result<std::vector<decltype(read(s))>> {
 
 namespace {
 
-const char* const kTables[] = {"meta",        "applications", "traces",    "skeletons",
-                               "predictions", "outcomes",     "partitions"};
+// pskel's tables, and the schema version each first appeared in.
+struct Table {
+  const char* name;
+  int since;
+};
+const Table kTables[] = {{"meta", 1},     {"applications", 1}, {"traces", 1},     {"skeletons", 1},
+                         {"predictions", 1}, {"outcomes", 1},  {"partitions", 1}, {"extensions", 2}};
 
-// Whether the opened database is pskel's, of this schema version. `for_writing`: a database
-// without any table passes (a new file, about to get the schema), and of pskel's tables only
-// meta must be there (CREATE TABLE IF NOT EXISTS adds the others); otherwise all of them. Reading
-// sqlite_master is the first read of the file: a file that is not SQLite fails here.
-Result<bool> check_schema(sqlite3* db, const std::string& path, bool for_writing) {
-  Stmt tables(db, "SELECT name FROM sqlite_master WHERE type='table'");
-  std::vector<std::string> found;
-  while (tables.next()) found.push_back(tables.text(0));
-  if (!tables.ok()) return Error{path, tables.error().what};
-  if (found.empty()) {
-    if (for_writing) return true;
-    return Error{path, "not a pskel store (no tables)"};
-  }
-  for (const char* t : kTables) {
-    if (std::find(found.begin(), found.end(), t) != found.end()) continue;
-    if (for_writing && std::string_view(t) != "meta") continue;
-    return Error{path, std::string("not a pskel store (no table ") + t + ")"};
-  }
+// The schema version the store records, if it is one this pskel knows (1 to kSchemaVersion).
+Result<int> stored_version(sqlite3* db, const std::string& path) {
   Stmt version(db, "SELECT value FROM meta WHERE key='schema_version'");
   if (!version.next()) {
     if (!version.ok()) return Error{path, version.error().what};
@@ -281,10 +329,56 @@ Result<bool> check_schema(sqlite3* db, const std::string& path, bool for_writing
   }
   const std::string v = version.text(0);
   if (!version.ok()) return Error{path, version.error().what};
-  if (v != std::to_string(kSchemaVersion))
+  int n = 0;
+  const auto r = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (r.ec != std::errc() || r.ptr != v.data() + v.size() || n < 1 || n > kSchemaVersion)
     return Error{path, "schema version " + one_line(v, 40) + ", this pskel knows " +
                            std::to_string(kSchemaVersion)};
-  return true;
+  return n;
+}
+
+// The schema version of the opened database, if it is pskel's and of a version this pskel
+// knows. `for_writing`: a database without any table is version 0 (a new file, about to get
+// the schema), and a store of this version needs only meta of pskel's tables (CREATE TABLE IF
+// NOT EXISTS adds the others). Otherwise every table must be there, an older store's too (the
+// upgrade changes them). Reading sqlite_master is the first read of the file: a file that is
+// not SQLite fails here.
+Result<int> check_schema(sqlite3* db, const std::string& path, bool for_writing) {
+  Stmt tables(db, "SELECT name FROM sqlite_master WHERE type='table'");
+  std::vector<std::string> found;
+  while (tables.next()) found.push_back(tables.text(0));
+  if (!tables.ok()) return Error{path, tables.error().what};
+  if (found.empty()) {
+    if (for_writing) return 0;
+    return Error{path, "not a pskel store (no tables)"};
+  }
+  auto missing = [&](const char* t) {
+    return std::find(found.begin(), found.end(), t) == found.end();
+  };
+  if (missing("meta")) return Error{path, "not a pskel store (no table meta)"};
+  const Result<int> version = stored_version(db, path);
+  if (!version) return version.error();
+  for (const Table& t : kTables)
+    if (t.since <= version.value() && missing(t.name) && !(for_writing && version.value() == kSchemaVersion))
+      return Error{path, std::string("not a pskel store (no table ") + t.name + ")"};
+  return version.value();
+}
+
+// Brings a store of an older schema version to this one, inside the transaction that opens it
+// and with foreign keys off (SQLite's way of rebuilding a table). The version is read again
+// here: another process may have upgraded the store since check_schema read it, and no step
+// may run twice.
+Result<bool> upgrade(sqlite3* db, const std::string& path) {
+  const Result<int> from = stored_version(db, path);
+  if (!from) return from.error();
+  if (from.value() == kSchemaVersion) return true;
+  for (int v = from.value(); v < kSchemaVersion; ++v)
+    if (auto r = exec(db, kMigrations[v - 1]); !r)
+      return Error{path, "cannot upgrade the store from schema version " + std::to_string(v) +
+                             ": " + r.error().what};
+  return Stmt(db, "UPDATE meta SET value=? WHERE key='schema_version'")
+      .bind(std::to_string(kSchemaVersion))
+      .run();
 }
 
 uint32_t be32(const unsigned char* p) {
@@ -346,7 +440,13 @@ Result<Store> Store::open(const std::string& path, Access access) {
     auto db = open_db(path, SQLITE_OPEN_READONLY);
     if (!db) return db.error();
     Store store(db.value(), path);
-    PSKEL_TRY(check_schema(db.value(), path, false));
+    const Result<int> version = check_schema(db.value(), path, false);
+    if (!version) return version.error();
+    if (version.value() < kSchemaVersion)
+      return Error{path, "store of an older schema (version " + std::to_string(version.value()) +
+                             ", this pskel's is " + std::to_string(kSchemaVersion) +
+                             "): any command that writes to it, such as pskel db export, "
+                             "upgrades it"};
     return store;
   }
   auto db = open_db(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
@@ -354,19 +454,24 @@ Result<Store> Store::open(const std::string& path, Access access) {
   Store store(db.value(), path);
   // Before anything is written: a file that is not SQLite, or a database of other tables,
   // stays as it is.
-  PSKEL_TRY(check_schema(db.value(), path, true));
-  PSKEL_TRY(exec(db.value(), "PRAGMA foreign_keys=ON"));
+  const Result<int> version = check_schema(db.value(), path, true);
+  if (!version) return version.error();
   PSKEL_TRY(exec(db.value(), "PRAGMA journal_mode=WAL"));
   PSKEL_TRY(exec(db.value(), "PRAGMA synchronous=NORMAL"));
   {
+    // Foreign keys only after the upgrade: the pragma cannot change inside a transaction, and
+    // a table is rebuilt with them off.
+    PSKEL_TRY(exec(db.value(), "PRAGMA foreign_keys=OFF"));
     Transaction tx(db.value());
     PSKEL_TRY(tx.begun());
+    if (version.value() != 0) PSKEL_TRY(upgrade(db.value(), path));
     PSKEL_TRY(exec(db.value(), kSchema));
     PSKEL_TRY(Stmt(db.value(), "INSERT OR IGNORE INTO meta(key, value) VALUES('schema_version', ?)")
                   .bind(std::to_string(kSchemaVersion))
                   .run());
     PSKEL_TRY(tx.commit());
   }
+  PSKEL_TRY(exec(db.value(), "PRAGMA foreign_keys=ON"));
   ::chmod(path.c_str(), 0644);
   return store;
 }
@@ -404,9 +509,9 @@ Result<int64_t> Store::ensure_application(uint32_t uid, const std::string& user,
 
 Result<bool> Store::put_trace(const Trace& t) {
   return Stmt(db_,
-              "INSERT OR REPLACE INTO traces(job_id, app_id, uid, ntasks, partition, state, step, "
-              "message, trace_dir, runtime_seconds, updated) VALUES(?,?,?,?,?,?,?,?,?,?,?)")
-      .bind(t.job_id, t.app_id, t.uid, t.ntasks, t.partition, t.state, t.step, t.message,
+              "INSERT OR REPLACE INTO traces(job_id, app_id, uid, ntasks, nodes, partition, state, "
+              "step, message, trace_dir, runtime_seconds, updated) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)")
+      .bind(t.job_id, t.app_id, t.uid, t.ntasks, t.nodes, t.partition, t.state, t.step, t.message,
             t.trace_dir, t.runtime_seconds, now())
       .run();
 }
@@ -448,14 +553,16 @@ Result<std::vector<int64_t>> Store::add_predictions(int64_t job_id, const Skelet
   const int64_t skeleton_id = sqlite3_last_insert_rowid(db_);
   std::vector<int64_t> ids;
   for (const Prediction& p : predictions) {
-    PSKEL_TRY(Stmt(db_, "DELETE FROM predictions WHERE app_id=? AND ntasks=? AND partition=?")
-                  .bind(p.app_id, p.ntasks, p.partition)
+    PSKEL_TRY(Stmt(db_, "DELETE FROM predictions WHERE app_id=? AND ntasks=? AND nodes=? AND "
+                        "partition=?")
+                  .bind(p.app_id, p.ntasks, p.nodes, p.partition)
                   .run());
     PSKEL_TRY(Stmt(db_,
-                   "INSERT INTO predictions(app_id, uid, ntasks, partition, skeleton_id, "
-                   "skeleton_seconds, scale, predicted_seconds, created) VALUES(?,?,?,?,?,?,?,?,?)")
-                  .bind(p.app_id, p.uid, p.ntasks, p.partition, skeleton_id, p.skeleton_seconds,
-                        p.scale, p.predicted_seconds, now())
+                   "INSERT INTO predictions(app_id, uid, ntasks, nodes, partition, skeleton_id, "
+                   "skeleton_seconds, scale, predicted_seconds, created) "
+                   "VALUES(?,?,?,?,?,?,?,?,?,?)")
+                  .bind(p.app_id, p.uid, p.ntasks, p.nodes, p.partition, skeleton_id,
+                        p.skeleton_seconds, p.scale, p.predicted_seconds, now())
                   .run());
     ids.push_back(sqlite3_last_insert_rowid(db_));
   }
@@ -479,6 +586,16 @@ Result<bool> Store::record_outcome(const Outcome& o) {
               "?6, ?7, ?8)")
       .bind(o.job_id, o.uid, o.prediction_id, o.predicted_seconds, o.limit_minutes,
             o.actual_seconds, o.state, now())
+      .run();
+}
+
+Result<bool> Store::record_extension(const Extension& e) {
+  return Stmt(db_,
+              "INSERT INTO extensions(job_id, prediction_id, app_id, from_minutes, to_minutes, "
+              "ceiling_minutes, elapsed_seconds, at) "
+              "VALUES(?1, ?2, (SELECT app_id FROM predictions WHERE id=?2), ?3, ?4, ?5, ?6, ?7)")
+      .bind(e.job_id, e.prediction_id, int64_t{e.from_minutes}, int64_t{e.to_minutes},
+            int64_t{e.ceiling_minutes}, e.elapsed_seconds, now())
       .run();
 }
 
@@ -521,10 +638,10 @@ namespace {
 
 const char* const kTraceColumns =
     "job_id, app_id, uid, ntasks, partition, state, step, message, trace_dir, runtime_seconds, "
-    "updated";
+    "updated, nodes";
 
 Trace read_trace(const Stmt& s) {
-  return Trace{s.i64(0),  s.i64(1),  s.u32(2),  s.u32(3), s.text(4), s.text(5),
+  return Trace{s.i64(0),  s.i64(1),  s.u32(2), s.u32(3), s.u32(11), s.text(4), s.text(5),
                s.text(6), s.text(7), s.text(8), s.f64(9), s.i64(10)};
 }
 
@@ -551,13 +668,13 @@ Result<std::optional<Trace>> Store::trace(int64_t job_id) const {
 
 Result<std::vector<Prediction>> Store::predictions(int64_t app_id) const {
   Stmt s(db_,
-         "SELECT id, app_id, uid, ntasks, partition, IFNULL(skeleton_id, 0), skeleton_seconds, "
-         "scale, predicted_seconds, created FROM predictions WHERE app_id=? "
-         "ORDER BY ntasks, partition");
+         "SELECT id, app_id, uid, ntasks, nodes, partition, IFNULL(skeleton_id, 0), "
+         "skeleton_seconds, scale, predicted_seconds, created FROM predictions WHERE app_id=? "
+         "ORDER BY ntasks, nodes, partition");
   s.bind(app_id);
   return collect(s, [](const Stmt& r) {
-    return Prediction{r.i64(0), r.i64(1), r.u32(2), r.u32(3), r.text(4), r.i64(5),
-                      r.f64(6), r.f64(7), r.f64(8), r.i64(9)};
+    return Prediction{r.i64(0), r.i64(1), r.u32(2), r.u32(3), r.u32(4), r.text(5),
+                      r.i64(6), r.f64(7), r.f64(8), r.f64(9), r.i64(10)};
   });
 }
 
@@ -580,29 +697,40 @@ Result<int> Store::forget(int64_t app_id) {
 }
 
 Result<std::vector<Accuracy>> Store::report(std::optional<uint32_t> uid) const {
+  // Per job: was it extended, and did an extension reach the limit it would have had anyway
+  // (a TIMEOUT then is the job's own limit, not pskel's).
   Stmt s(db_,
          "SELECT a.id, a.uid, a.user, a.key, a.created, a.script_key, o.predicted_seconds, o.actual_seconds, "
-         "o.state FROM outcomes o JOIN applications a ON a.id=o.app_id "
-         "WHERE o.actual_seconds > 0 AND (?1 IS NULL OR a.uid=?1) ORDER BY a.uid, a.key");
+         "o.state, "
+         "(SELECT COUNT(*) FROM extensions e WHERE e.job_id=o.job_id), "
+         "(SELECT COUNT(*) FROM extensions e WHERE e.job_id=o.job_id AND e.to_minutes >= e.ceiling_minutes) "
+         "FROM outcomes o JOIN applications a ON a.id=o.app_id "
+         "WHERE (?1 IS NULL OR a.uid=?1) ORDER BY a.uid, a.key");
   s.bind(uid);
   std::vector<Accuracy> out;
   while (s.next()) {
     const Application app = read_application(s, 0);
     const double predicted = s.f64(6), actual = s.f64(7);
     const bool timeout = s.text(8) == "TIMEOUT";
+    const bool extended = s.i64(9) > 0, at_ceiling = s.i64(10) > 0;
     if (!s.ok()) break;
     if (out.empty() || out.back().app.id != app.id) out.push_back(Accuracy{app});
     Accuracy& a = out.back();
+    a.limited += 1;
+    a.extended += extended ? 1 : 0;
+    a.timeouts += timeout ? 1 : 0;
+    a.killed_at_pskel_limit += timeout && !at_ceiling ? 1 : 0;
+    if (!(actual > 0)) continue;
     const double err = std::fabs(predicted - actual) / actual * 100.0;
     a.jobs += 1;
     a.mean_abs_error_pct += err;
     a.max_abs_error_pct = std::max(a.max_abs_error_pct, err);
     a.mean_predicted += predicted;
     a.mean_actual += actual;
-    a.timeouts += timeout ? 1 : 0;
   }
   if (!s.ok()) return s.error();
   for (Accuracy& a : out) {
+    if (a.jobs == 0) continue;
     a.mean_abs_error_pct /= a.jobs;
     a.mean_predicted /= a.jobs;
     a.mean_actual /= a.jobs;
@@ -622,15 +750,25 @@ Result<exportfile::Data> Store::export_data() const {
     if (exportfile::valid_word(p.name)) data.partitions.push_back(std::move(p));
   }
   if (!parts.ok()) return parts.error();
-  Stmt s(db_,
-         "SELECT p.uid, p.ntasks, p.partition, p.predicted_seconds, p.id, a.key "
-         "FROM predictions p JOIN applications a ON a.id=p.app_id AND a.uid=p.uid "
-         "UNION ALL "
-         "SELECT p.uid, p.ntasks, p.partition, p.predicted_seconds, p.id, a.script_key "
-         "FROM predictions p JOIN applications a ON a.id=p.app_id AND a.uid=p.uid "
-         "WHERE a.script_key <> '' AND a.script_key <> a.key ORDER BY 5");
+  // An application whose job needed the guard has outgrown the margin: its predictions go out
+  // multiplied by the worst actual/predicted ratio among its extended jobs (docs/guard.md).
+  static constexpr const char* kWorst =
+      "MAX(1.0, IFNULL((SELECT MAX(o.actual_seconds / o.predicted_seconds) FROM outcomes o "
+      "WHERE o.app_id=p.app_id AND o.predicted_seconds > 0 AND o.actual_seconds > 0 AND "
+      "EXISTS (SELECT 1 FROM extensions e WHERE e.job_id=o.job_id)), 1.0))";
+  const std::string sql =
+      std::string("SELECT p.uid, p.ntasks, p.nodes, p.partition, p.predicted_seconds, p.id, a.key, ") +
+      kWorst + " FROM predictions p JOIN applications a ON a.id=p.app_id AND a.uid=p.uid "
+      "UNION ALL "
+      "SELECT p.uid, p.ntasks, p.nodes, p.partition, p.predicted_seconds, p.id, a.script_key, " + kWorst +
+      " FROM predictions p JOIN applications a ON a.id=p.app_id AND a.uid=p.uid "
+      "WHERE a.script_key <> '' AND a.script_key <> a.key ORDER BY 6";
+  Stmt s(db_, sql.c_str());
   while (s.next()) {
-    exportfile::Entry e{s.u32(0), s.u32(1), s.text(2), s.text(5), s.f64(3), s.i64(4)};
+    // The factor is read apart, after the prediction's own type check: SQLite would turn a
+    // damaged (text) prediction times a number into a number.
+    exportfile::Entry e{s.u32(0), s.u32(1), s.u32(2), s.text(3), s.text(6), s.f64(4), s.i64(5)};
+    e.predicted_seconds *= s.f64(7);
     if (!s.ok()) {
       s.skip_bad_row();
       continue;

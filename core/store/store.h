@@ -1,8 +1,12 @@
 // pskel's store: an embedded SQLite database on the controller (StateDir/pskel.db) holding
 // applications, traces (one per traced job, with what failed if something did), skeletons,
-// predictions keyed by (user, application, task count, partition), and the outcome of every
-// job whose limit pskel set (predicted vs actual). The export file job_submit reads is derived
-// from it (export_data + exportfile::write_atomic, serialised by write_export).
+// predictions keyed by (user, application, task count, node count, partition), and the outcome
+// of every job whose limit pskel set (predicted vs actual). The export file job_submit reads is
+// derived from it (export_data + exportfile::write_atomic, serialised by write_export).
+//
+// The schema has a version (meta.schema_version). A read-write open upgrades an older store in
+// one transaction, keeping its rows; a read-only open refuses it (looking must not write), and
+// every open refuses a store newer than this pskel.
 //
 // Every change that belongs together is one transaction: a worker killed at any point leaves
 // either all of a skeleton's predictions or none. Several processes may use the database at
@@ -41,6 +45,7 @@ struct Trace {
   int64_t app_id = 0;
   uint32_t uid = 0;
   uint32_t ntasks = 0;
+  uint32_t nodes = 1;
   std::string partition;
   std::string state;        // queued | running | done | failed
   std::string step;         // the step running or failed ("compress", "skeleton", ...)
@@ -63,6 +68,7 @@ struct Prediction {
   int64_t app_id = 0;
   uint32_t uid = 0;
   uint32_t ntasks = 0;
+  uint32_t nodes = 1;       // the traced job's node count: a job on other nodes runs differently
   std::string partition;
   int64_t skeleton_id = 0;
   double skeleton_seconds = 0;
@@ -98,18 +104,32 @@ struct Accuracy {
   double max_abs_error_pct = 0;
   double mean_predicted = 0;
   double mean_actual = 0;
-  int timeouts = 0;             // jobs that hit the limit pskel set
+  int limited = 0;              // outcomes recorded: jobs whose limit pskel set
+  int extended = 0;             // of them, jobs the guard extended
+  int timeouts = 0;             // of them, jobs that ended TIMEOUT
+  int killed_at_pskel_limit = 0;  // TIMEOUT before the guard reached the limit without pskel
+};
+
+// One extension by the guard (docs/guard.md).
+struct Extension {
+  int64_t job_id = 0;
+  int64_t prediction_id = 0;    // the prediction pskel set the job's first limit from
+  uint32_t from_minutes = 0;
+  uint32_t to_minutes = 0;
+  uint32_t ceiling_minutes = 0; // the limit without pskel (0xffffffff: none)
+  int64_t elapsed_seconds = 0;
 };
 
 enum class Access {
-  // Creates the file (mode 0644) and the schema when they are not there: the epilog worker and
-  // the commands that change the store (db forget, db export). A database of other tables is
-  // refused, never given pskel's.
+  // Creates the file (mode 0644) and the schema when they are not there, and upgrades a store of
+  // an older schema version: the epilog worker and the commands that change the store (db
+  // forget, db export). A database of other tables is refused, never given pskel's.
   ReadWrite,
   // Opens an existing pskel store without writing a byte of it (SQLITE_OPEN_READONLY): no
   // schema created, no journal mode set, no chmod. A missing, empty or non-SQLite file, or a
-  // database without pskel's schema, is an Error naming the file. For the commands that only
-  // read (db list, db show, report): looking must not repair, truncate or create.
+  // database without pskel's schema or of an older schema version, is an Error naming the
+  // file. For the commands that only read (db list, db show, report): looking must not repair,
+  // truncate, create or upgrade.
   ReadOnly,
 };
 
@@ -132,7 +152,8 @@ class Store {
                                const std::string& message);
   Result<bool> set_trace_runtime(int64_t job_id, double seconds);
   // One transaction: the skeleton, then one prediction per partition (replacing older
-  // predictions of the same key), then the trace marked done. Returns the prediction ids.
+  // predictions of the same application, task count, node count and partition), then the trace
+  // marked done. Returns the prediction ids.
   // A predicted_seconds that is not exportfile::valid_predicted_seconds (or a skeleton_seconds
   // or scale that is not finite and >= 0) is an Error and stores nothing.
   Result<std::vector<int64_t>> add_predictions(int64_t job_id, const Skeleton& skeleton,
@@ -140,6 +161,7 @@ class Store {
   // An outcome whose predicted_seconds is not exportfile::valid_predicted_seconds, or whose
   // actual_seconds is not finite, is an Error.
   Result<bool> record_outcome(const Outcome& outcome);
+  Result<bool> record_extension(const Extension& extension);
   Result<bool> set_partitions(const std::vector<exportfile::Partition>& partitions);
 
   Result<std::vector<AppSummary>> list(std::optional<uint32_t> uid) const;

@@ -25,6 +25,9 @@ std::vector<exportfile::Partition> parse_partitions(std::string_view text);
 struct JobEnd {
   std::string state;        // JobState: COMPLETED, TIMEOUT, FAILED, ... (COMPLETING while ending)
   double runtime_seconds = -1;
+  uint32_t ntasks = 0;      // NumTasks (0: not given)
+  uint32_t nodes = 0;       // NumNodes (0: not given)
+  uint32_t restarts = 0;    // Restarts: times Slurm requeued it
 };
 std::optional<JobEnd> parse_job(std::string_view record);
 

@@ -48,6 +48,11 @@ bool printable(std::string_view s) {
 
 }  // namespace
 
+EpilogContext epilog_context(const Env& env) {
+  return get(env, "SLURM_SCRIPT_CONTEXT") == "epilog_slurmd" ? EpilogContext::Node
+                                                               : EpilogContext::Controller;
+}
+
 Result<std::optional<Ticket>> ticket_from_env(const Env& env) {
   Ticket t;
   t.traced = !get(env, "SPANK_PSKEL_PREDICT").empty();
@@ -62,7 +67,9 @@ Result<std::optional<Ticket>> ticket_from_env(const Env& env) {
     return Error{"epilog environment", "SLURM_JOB_GID missing or not a number"};
   t.user = get(env, "SLURM_JOB_USER");
   t.partition = get(env, "SLURM_JOB_PARTITION");
-  if (!to_u32(get(env, "SLURM_JOB_NTASKS"), &t.ntasks) || t.ntasks == 0) t.ntasks = 1;
+  if (!to_u32(get(env, "SLURM_JOB_NTASKS"), &t.ntasks)) t.ntasks = 0;
+  if (!to_u32(get(env, "SLURM_JOB_NUM_NODES"), &t.nodes) || t.nodes == 0) t.nodes = 1;
+  if (!to_u32(get(env, "SLURM_JOB_RESTART_COUNT"), &t.restarts) || t.restarts > 0xffff) t.restarts = 0;
   t.exit_code = get(env, "SLURM_JOB_EXIT_CODE2");
   if (t.user.empty() || !exportfile::valid_word(t.user)) t.user = std::to_string(t.uid);
   if (!t.partition.empty() && !exportfile::valid_word(t.partition))
@@ -86,7 +93,9 @@ std::string format_ticket(const Ticket& t) {
   const auto r = std::to_chars(predicted, predicted + sizeof predicted, t.predicted_seconds);
   return "JobId=" + std::to_string(t.job_id) + "\nUid=" + std::to_string(t.uid) +
          "\nGid=" + std::to_string(t.gid) + "\nUser=" + t.user + "\nPartition=" + t.partition +
-         "\nNtasks=" + std::to_string(t.ntasks) + "\nExitCode=" + t.exit_code +
+         "\nNtasks=" + std::to_string(t.ntasks) + "\nNodes=" + std::to_string(t.nodes) +
+         "\nRestarts=" + std::to_string(t.restarts) +
+         "\nExitCode=" + t.exit_code +
          "\nTraced=" + (t.traced ? "1" : "0") + "\nAppKey=" + t.app_key +
          "\nScriptKey=" + t.script_key +
          "\nLimited=" + (t.limited ? "1" : "0") +
@@ -110,6 +119,9 @@ Result<Ticket> parse_ticket(std::string_view text, const std::string& origin) {
   Ticket t;
   bool ok = to_u32(get(env, "JobId"), &t.job_id) && to_u32(get(env, "Uid"), &t.uid) &&
             to_u32(get(env, "Gid"), &t.gid) && to_u32(get(env, "Ntasks"), &t.ntasks) &&
+            // A ticket queued by an older pskel has no Nodes: one node, as it then was.
+            (!env.contains("Nodes") || (to_u32(get(env, "Nodes"), &t.nodes) && t.nodes > 0)) &&
+            (!env.contains("Restarts") || to_u32(get(env, "Restarts"), &t.restarts)) &&
             to_i64(get(env, "PredictionId"), &t.prediction_id) &&
             config::parse_double(get(env, "PredictedSeconds"), &t.predicted_seconds) &&
             to_u32(get(env, "LimitMinutes"), &t.limit_minutes) &&

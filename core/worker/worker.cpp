@@ -65,7 +65,7 @@ class Worker {
   Worker(const config::Config& conf, store::Store& store, const Log& log)
       : conf_(conf), store_(store), log_(log) {}
 
-  void handle(const Ticket& t);
+  void handle(const Ticket& queued);
 
  private:
   child::Result run_as_user(const Ticket& t, const std::vector<std::string>& argv, int timeout,
@@ -77,9 +77,11 @@ class Worker {
     o.timeout_seconds = timeout;
     return child::run(argv, o);
   }
+  // Cancels the calibration jobs of the job (by name, as its user): an earlier attempt's.
+  void cancel_calibrations(const Ticket& t) const;
   // Whether `pskel <command>` exists (asked once per worker).
   bool available(const Ticket& t, const std::string& command);
-  std::optional<JobEnd> job_end(uint32_t job_id) const;
+  std::optional<JobEnd> job_end(uint32_t job_id, uint32_t restarts) const;
   void fail(const Ticket& t, const std::string& step, const std::string& message);
   void record_outcome(const Ticket& t, const std::optional<JobEnd>& end);
   void run_pipeline(const Ticket& t, int64_t app_id, const std::optional<JobEnd>& end);
@@ -110,8 +112,20 @@ bool Worker::available(const Ticket& t, const std::string& command) {
   return available_[command] = r.started && !r.timed_out && r.exit_code == 0;
 }
 
-std::optional<JobEnd> Worker::job_end(uint32_t job_id) const {
-  // The epilog runs while the job is COMPLETING: wait (bounded) for its final state.
+void Worker::cancel_calibrations(const Ticket& t) const {
+  // scancel beside the configured sbatch: a site that moved one moved both.
+  const std::string sbatch = conf_.sbatch;
+  const std::string scancel = sbatch.substr(0, sbatch.rfind('/') + 1) + "scancel";
+  const child::Result r = run_as_user(
+      t, {scancel, "--name=pskel-calibrate." + std::to_string(t.job_id), "--user=" + t.user}, 60);
+  log_.line("job " + std::to_string(t.job_id) + ": attempt " + std::to_string(t.attempts) +
+            ": calibration jobs of earlier attempts cancelled" +
+            (r.started && r.exit_code == 0 ? "" : " (scancel: " + r.failure() + ")"));
+}
+
+std::optional<JobEnd> Worker::job_end(uint32_t job_id, uint32_t restarts) const {
+  // The epilog runs while the job is COMPLETING: wait (bounded) for its final state, or for
+  // Slurm to have requeued it (it may be running again already).
   std::optional<JobEnd> end;
   for (int i = 0; i < 30; ++i) {
     child::Options o;
@@ -119,7 +133,9 @@ std::optional<JobEnd> Worker::job_end(uint32_t job_id) const {
     o.timeout_seconds = 30;
     const child::Result r = child::run({conf_.scontrol, "show", "job", "-o", std::to_string(job_id)}, o);
     if (r.exit_code == 0) end = parse_job(r.out);
-    if (end && end->state.find("COMPLETING") == std::string::npos && end->state != "RUNNING") break;
+    if (end && ((end->state.find("COMPLETING") == std::string::npos && end->state != "RUNNING") ||
+                end->restarts > restarts))
+      break;
     std::this_thread::sleep_for(std::chrono::seconds(2));
   }
   return end;
@@ -192,20 +208,36 @@ Result<Worker::Calibration> Worker::step_calibrate(const Ticket& t, const TraceC
   std::string launcher = trace.mpi == "openmpi" ? conf_.launcher_openmpi : conf_.launcher_mpich;
   for (size_t at; (at = launcher.find("{ntasks}")) != std::string::npos;)
     launcher.replace(at, 8, std::to_string(trace.ranks));
-  const std::string result_name = "calibrate." + partition + ".json";
+  // A worker killed while its calibration job ran left that job running, writing to its own
+  // files: each attempt has its own, and the earlier attempts' jobs are cancelled first.
+  const std::string attempt = t.attempts > 1 ? "." + std::to_string(t.attempts) : "";
+  const std::string result_name = "calibrate." + partition + attempt + ".json";
+  if (t.attempts > 1) cancel_calibrations(t);
   const std::string command = "exec " + shell_quote(conf_.pskel) + " predict " +
                               shell_quote(skeleton.dir) + " --launcher " + shell_quote(launcher) +
                               " --json";
-  const uint32_t ntasks = std::max<uint32_t>(t.ntasks, static_cast<uint32_t>(trace.ranks));
-  const std::vector<std::string> argv = {
-      conf_.sbatch, "--wait", "--parsable", "--quiet",
-      "--job-name=pskel-calibrate." + std::to_string(t.job_id),
-      "--partition=" + partition, "--ntasks=" + std::to_string(ntasks),
-      "--time=" + std::to_string(conf_.calibration_time_limit), "--export=ALL",
-      "--chdir=" + skeleton.dir, "--output=" + skeleton.dir + "/" + result_name,
-      "--error=" + skeleton.dir + "/calibrate." + partition + ".err", "--wrap=" + command};
+  // The traced layout: as many nodes as the trace has hosts, as many ranks on each (what
+  // crosses the network between nodes is part of what the skeleton reproduces).
+  std::vector<std::string> layout = {"--nodes=" + std::to_string(trace.hosts)};
+  if (trace.ranks_per_host > 0) {
+    layout.push_back("--ntasks=" + std::to_string(trace.ranks));
+    layout.push_back("--ntasks-per-node=" + std::to_string(trace.ranks_per_host));
+  } else {
+    layout.push_back("--ntasks=" + std::to_string(std::max<uint32_t>(t.ntasks, static_cast<uint32_t>(trace.ranks))));
+  }
+  std::vector<std::string> argv = {conf_.sbatch, "--wait", "--parsable", "--quiet",
+                                   "--job-name=pskel-calibrate." + std::to_string(t.job_id),
+                                   "--partition=" + partition};
+  argv.insert(argv.end(), layout.begin(), layout.end());
+  for (std::string arg : {"--time=" + std::to_string(conf_.calibration_time_limit), std::string("--export=ALL"),
+                          "--chdir=" + skeleton.dir, "--output=" + skeleton.dir + "/" + result_name,
+                          "--error=" + skeleton.dir + "/calibrate." + partition + attempt + ".err",
+                          "--wrap=" + command})
+    argv.push_back(std::move(arg));
+  std::string layout_text;
+  for (const std::string& a : layout) layout_text += " " + a;
   log_.line("job " + std::to_string(t.job_id) + ": " + what + ": sbatch --partition=" + partition +
-            " --ntasks=" + std::to_string(ntasks) + " (" + launcher + ")");
+            layout_text + " (" + launcher + ")");
   const child::Result r = run_as_user(t, argv, static_cast<int>(conf_.calibration_time_limit) * 60 + 600,
                                       skeleton.dir);
   if (!r.started || r.timed_out || r.exit_code != 0) return Error{"", what + ": " + r.failure()};
@@ -238,6 +270,7 @@ void Worker::run_pipeline(const Ticket& t, int64_t app_id, const std::optional<J
   row.app_id = app_id;
   row.uid = t.uid;
   row.ntasks = t.ntasks;
+  row.nodes = t.nodes;
   row.partition = t.partition;
   row.state = "running";
   row.step = "trace";
@@ -247,12 +280,16 @@ void Worker::run_pipeline(const Ticket& t, int64_t app_id, const std::optional<J
     return;
   }
   log_.line(job + ": trace: looking in " + conf_.spool_dir + "/job." + std::to_string(t.job_id));
-  auto trace = pick_trace(conf_.spool_dir, t.job_id, t.uid, conf_.max_trace_bytes);
-  if (!trace) return fail(t, "trace", trace.error().line());
+  auto trace = pick_trace(conf_.spool_dir, t.job_id, t.uid, conf_.max_trace_bytes, t.restarts);
+  if (!trace)
+    return fail(t, "trace", trace.error().line() + (end && end->state != "COMPLETED"
+                                                         ? " (the job ended " + end->state + ")"
+                                                         : ""));
   row.trace_dir = trace.value().dir;
   (void)store_.put_trace(row);
   log_.line(job + ": trace: " + trace.value().dir + " (" + std::to_string(trace.value().ranks) +
-            " ranks, " + trace.value().mpi + ", " + std::to_string(trace.value().bytes) + " bytes)");
+            " ranks on " + std::to_string(trace.value().hosts) + " host(s), " + trace.value().mpi +
+            ", " + std::to_string(trace.value().bytes) + " bytes)");
 
   (void)store_.set_trace_state(t.job_id, "running", "compress", "");
   if (auto c = step_compress(t, trace.value()); !c) return fail(t, "compress", c.error().what);
@@ -279,6 +316,7 @@ void Worker::run_pipeline(const Ticket& t, int64_t app_id, const std::optional<J
     p.app_id = app_id;
     p.uid = t.uid;
     p.ntasks = t.ntasks;
+    p.nodes = t.nodes;
     p.partition = partition;
     p.skeleton_seconds = c.value().skeleton_seconds;
     p.scale = c.value().scale;
@@ -296,12 +334,25 @@ void Worker::run_pipeline(const Ticket& t, int64_t app_id, const std::optional<J
   refresh_export();
 }
 
-void Worker::handle(const Ticket& t) {
+void Worker::handle(const Ticket& queued) {
+  Ticket t = queued;
   const std::string job = "job " + std::to_string(t.job_id);
+  const std::optional<JobEnd> end = job_end(t.job_id, t.restarts);
+  if (end && (end->restarts > t.restarts || end->state == "PENDING" || end->state == "REQUEUED")) {
+    // A node failed and Slurm runs the job again under the same id: this run's trace is
+    // partial and its run time is not the job's. The next run's epilog queues it again.
+    log_.line(job + ": run " + std::to_string(t.restarts) + " ended and Slurm requeued the job (now " +
+              end->state + "): nothing recorded for this run; its next run is traced and predicted");
+    return;
+  }
+  // EpilogSlurmctld's environment has no task count; scontrol has both.
+  if (end && end->ntasks > 0 && t.ntasks == 0) t.ntasks = end->ntasks;
+  if (end && end->nodes > 0) t.nodes = end->nodes;
+  if (t.ntasks == 0) t.ntasks = 1;
   log_.line(job + ": start (user " + t.user + ", app " + t.app_key + ", " + std::to_string(t.ntasks) +
-            " tasks, partition " + t.partition + (t.traced ? ", traced" : "") +
+            " tasks on " + std::to_string(t.nodes) + (t.nodes == 1 ? " node" : " nodes") +
+            ", partition " + t.partition + (t.traced ? ", traced" : "") +
             (t.limited ? ", limit set by pskel" : "") + ")");
-  const std::optional<JobEnd> end = job_end(t.job_id);
   if (t.limited) record_outcome(t, end);
   if (!t.traced) return;
   const std::string key = t.app_key.empty() ? "unnamed" : t.app_key;
@@ -316,6 +367,7 @@ void Worker::handle(const Ticket& t) {
     row.app_id = app.value();
     row.uid = t.uid;
     row.ntasks = t.ntasks;
+    row.nodes = t.nodes;
     row.partition = t.partition;
     row.state = "failed";
     row.step = "worker";
@@ -366,6 +418,28 @@ std::optional<Claimed> claim(int queue_fd, const std::string& queue_path, const 
   }
   ::closedir(d);
   return claimed;
+}
+
+// The queue directory, StateDir/queue. As root (SlurmUser=root): created if needed inside a
+// StateDir that only root may change. As anyone else (SlurmUser=slurm): it must exist, belong
+// to this user and be private, as the install made it; a user's own directory is never taken.
+Result<UniqueFd> open_queue(const config::Config& conf) {
+  const std::string path = conf.state_dir + "/" + kQueueDir;
+  if (::geteuid() == 0) {
+    auto state = ensure_private_root(conf.state_dir, 0);
+    if (!state) return state.error();
+    if (::mkdirat(state.value().get(), kQueueDir, 0700) != 0 && errno != EEXIST)
+      return Error{path, std::strerror(errno)};
+    UniqueFd queue(::openat(state.value().get(), kQueueDir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (queue.get() < 0) return Error{path, std::strerror(errno)};
+    return queue;
+  }
+  UniqueFd queue(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  struct stat st;
+  if (queue.get() < 0 || ::fstat(queue.get(), &st) != 0 || st.st_uid != ::geteuid() || (st.st_mode & 077) != 0)
+    return Error{path, "must be a directory of uid " + std::to_string(::geteuid()) +
+                           " (SlurmUser), mode 0700: install -d -o <SlurmUser> -m 0700 " + path};
+  return queue;
 }
 
 void worker_body(void* arg) {
@@ -442,33 +516,66 @@ EpilogResult epilog(const config::Config& conf, const Env& env, bool detach) {
     return result;
   }
   const Ticket& t = *ticket.value();
-  auto state = ensure_private_root(conf.state_dir, ::geteuid());
-  if (!state) {
-    result.message = "state dir: " + state.error().line();
-    return result;
-  }
-  if (::mkdirat(state.value().get(), kQueueDir, 0700) != 0 && errno != EEXIST) {
-    result.message = "queue: " + std::string(std::strerror(errno));
+  const std::string job = "job " + std::to_string(t.job_id);
+  if (epilog_context(env) == EpilogContext::Node) {
+    // slurmd runs Epilog on every node of a job: queueing here would process a 2-node job twice.
+    result.message = job + ": node epilog ignored: pskel's epilog is EpilogSlurmctld (once per job, on "
+                     "the controller); remove it from Epilog in slurm.conf";
     log.line("epilog: " + result.message);
     return result;
   }
-  UniqueFd queue(::openat(state.value().get(), kQueueDir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  const std::string name = std::to_string(t.job_id) + ".job";
-  const std::string tmp = name + ".tmp";
+  const bool root = ::geteuid() == 0;
+  auto queue = open_queue(conf);
+  if (!queue) {
+    result.message = job + ": not queued: " + queue.error().line();
+    log.line("epilog: " + result.message);
+    return result;
+  }
+  // Each run of a requeued job has its own ticket: a worker busy with the first run's must not
+  // lose the second's.
+  const std::string name =
+      std::to_string(t.job_id) + (t.restarts ? "." + std::to_string(t.restarts) : "") + ".job";
+  const std::string tmp = name + "." + std::to_string(::getpid()) + ".tmp";
   const std::string text = format_ticket(t);
-  UniqueFd fd(::openat(queue.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (queue.get() < 0 || fd.get() < 0 ||
-      ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
-      ::fsync(fd.get()) != 0 || ::renameat(queue.get(), tmp.c_str(), queue.get(), name.c_str()) != 0) {
+  const int q = queue.value().get();
+  UniqueFd fd(::openat(q, tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (fd.get() < 0 || ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
+      ::fsync(fd.get()) != 0 || ::renameat(q, tmp.c_str(), q, name.c_str()) != 0) {
     result.message = "queue: cannot write " + name + ": " + std::strerror(errno);
     log.line("epilog: " + result.message);
+    ::unlinkat(q, tmp.c_str(), 0);
     return result;
   }
   result.queued = true;
-  result.message = "job " + std::to_string(t.job_id) + " queued";
+  // As SlurmUser the epilog cannot start a worker that acts as the job's user: the guard
+  // (root) starts one within GuardInterval.
+  result.message = job + " queued" + (root ? "" : " for the guard (the epilog is not root)");
   log.line("epilog: " + result.message);
-  if (detach) child::spawn_detached(worker_body, const_cast<config::Config*>(&conf));
+  if (detach && root) start_worker(conf);
   return result;
+}
+
+void start_worker(const config::Config& conf) {
+  child::spawn_detached(worker_body, const_cast<config::Config*>(&conf));
+}
+
+bool has_unclaimed_ticket(const config::Config& conf) {
+  const std::string queue_path = conf.state_dir + "/" + kQueueDir;
+  UniqueFd queue(::open(queue_path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (queue.get() < 0) return false;
+  DIR* d = ::fdopendir(::dup(queue.get()));
+  if (!d) return false;
+  bool unclaimed = false;
+  while (const dirent* e = ::readdir(d)) {
+    if (!std::string_view(e->d_name).ends_with(".job")) continue;
+    UniqueFd fd(::openat(queue.get(), e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    if (fd.get() >= 0 && ::flock(fd.get(), LOCK_EX | LOCK_NB) == 0) {
+      unclaimed = true;  // the lock goes with the descriptor
+      break;
+    }
+  }
+  ::closedir(d);
+  return unclaimed;
 }
 
 void work(const config::Config& conf) {

@@ -46,6 +46,12 @@ EpilogResult epilog(const config::Config& conf, const Env& env, bool detach = tr
 // Processes every queued ticket, then returns.
 void work(const config::Config& conf);
 
+// Whether the queue holds a ticket no worker is working on (none holds its lock).
+bool has_unclaimed_ticket(const config::Config& conf);
+
+// Starts a detached worker (setsid, double fork, stdio on /dev/null) running work(conf).
+void start_worker(const config::Config& conf);
+
 // Publishes the store to job_submit_pskel.so: refreshes the partitions (MaxTime, the default
 // one) from `scontrol show partition`, keeping the stored ones if that fails (said in *note),
 // then rewrites the export atomically.

@@ -10,6 +10,7 @@
 // Otherwise: the latency benchmark (docs/design.md: <= 50 us per submission with 100,000 cached
 // entries), printing microseconds per call for a job with a prediction and one without.
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -57,10 +58,17 @@ struct Plugin {
 };
 
 int failures = 0;
+
+// Where the bench's own lines go. The plugin logs through libslurmfull onto stderr, a line per
+// load and per bad export: main() sends that to a file and prints its line count, so that a
+// run is a few lines of figures, not thousands of identical log lines.
+FILE* g_report = nullptr;
+FILE* report() { return g_report ? g_report : stderr; }
+
 #define EXPECT(cond)                                                   \
   do {                                                                 \
     if (!(cond)) {                                                     \
-      std::fprintf(stderr, "FAILED line %d: %s\n", __LINE__, #cond);   \
+      std::fprintf(report(), "FAILED line %d: %s\n", __LINE__, #cond);   \
       ++failures;                                                      \
     }                                                                  \
   } while (0)
@@ -68,13 +76,13 @@ int failures = 0;
 Plugin load(const char* path) {
   void* h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
-    std::fprintf(stderr, "job_submit_bench: %s\n", dlerror());
+    std::fprintf(report(), "job_submit_bench: %s\n", dlerror());
     std::exit(1);
   }
   auto sym = [&](const char* name) {
     void* p = dlsym(h, name);
     if (!p) {
-      std::fprintf(stderr, "job_submit_bench: %s: no symbol %s\n", path, name);
+      std::fprintf(report(), "job_submit_bench: %s: no symbol %s\n", path, name);
       std::exit(1);
     }
     return p;
@@ -137,17 +145,22 @@ std::string script_of(int i) {
 std::string setup(const std::string& dir, size_t entries, const char* policy) {
   ::mkdir(dir.c_str(), 0700);
   const std::string conf = dir + "/pskel.conf";
-  std::ofstream(conf) << "StateDir=" << dir << "\nPolicy=" << policy << "\nMargin=0.2\nPad=60\n";
+  // No guard in this process: GuardRequired=no, or the plugin would set no limits.
+  std::ofstream(conf) << "StateDir=" << dir << "\nPolicy=" << policy << "\nMargin=0.2\nPad=60\nGuardRequired=no\n";
   pskel::exportfile::Data data;
   data.partitions = {{"batch", 1440, true}, {"short", 5, false}};
   for (size_t i = 0; i < entries; ++i) {
     const std::string key = pskel::exportfile::app_key("", script_of(static_cast<int>(i)).c_str(), nullptr);
-    data.entries.push_back({static_cast<uint32_t>(1000 + i % 100), 4, "batch", key,
+    data.entries.push_back({static_cast<uint32_t>(1000 + i % 100), 4, 1, "batch", key,
                             100.0 + static_cast<double>(i % 1000), static_cast<int64_t>(i + 1)});
   }
-  data.entries.push_back({1000, 4, "short", pskel::exportfile::app_key("", script_of(0).c_str(), nullptr),
+  data.entries.push_back({1000, 4, 1, "short", pskel::exportfile::app_key("", script_of(0).c_str(), nullptr),
                           3600, 999999});
-  data.entries.push_back({1000, 1, "batch", "named", 30, 888888});
+  data.entries.push_back({1000, 1, 1, "batch", "named", 30, 888888});
+  // One application traced on 1, 2 and 4 nodes (4 tasks each): the 2-node run is the longest.
+  for (const auto& [nodes, seconds, id] : {std::tuple{1u, 100.0, 777001}, std::tuple{2u, 600.0, 777002},
+                                           std::tuple{4u, 50.0, 777004}})
+    data.entries.push_back({1000, 4, nodes, "batch", "multi", seconds, id});
   if (!pskel::exportfile::write_atomic(dir + "/predictions.export", data).ok()) std::exit(1);
   ::setenv("PSKEL_CONF", conf.c_str(), 1);
   return conf;
@@ -157,14 +170,16 @@ void write_conf(const std::string& dir, const char* policy, double margin, unsig
   ::mkdir(dir.c_str(), 0700);
   const std::string conf = dir + "/pskel.conf";
   std::ofstream(conf) << "StateDir=" << dir << "\nPolicy=" << policy << "\nMargin=" << margin
-                      << "\nPad=" << pad << "\n";
+                      << "\nPad=" << pad << "\nGuardRequired=no\n";
   ::setenv("PSKEL_CONF", conf.c_str(), 1);
 }
 
-// An export with these E lines exactly as given (numbers the writer would never write among
-// them) and a correct end line: what the parser, not the writer, must stand up to.
-void write_export_text(const std::string& dir, const std::vector<std::string>& entries) {
-  std::string text = "pskel-export 1\nP huge unlimited default\n";
+// An export of format `version` with these E lines exactly as given (numbers the writer would
+// never write among them) and a correct end line: what the parser, not the writer, must stand
+// up to, or what a worker of the previous version wrote.
+void write_export_text(const std::string& dir, const std::vector<std::string>& entries,
+                       int version = 2) {
+  std::string text = "pskel-export " + std::to_string(version) + "\nP huge unlimited default\n";
   for (const std::string& e : entries) text += e + "\n";
   char crc[16];
   std::snprintf(crc, sizeof crc, "%08x", pskel::crc32c(text.data(), text.size()));
@@ -264,7 +279,7 @@ void check_extreme_predictions(const Plugin& p, const std::string& dir) {
     write_conf(dir, c.policy, c.margin, c.pad);
     std::vector<std::string> lines;
     for (size_t i = 0; i < accepted.size(); ++i)
-      lines.push_back("E 2000 1 huge " + std::string(accepted[i].first) + " " +
+      lines.push_back("E 2000 1 1 huge " + std::string(accepted[i].first) + " " +
                       std::to_string(5000 + i) + " extreme-" + std::to_string(i));
     write_export_text(dir, lines);
     EXPECT(p.init() == SLURM_SUCCESS);  // loads the export before returning
@@ -273,7 +288,7 @@ void check_extreme_predictions(const Plugin& p, const std::string& dir) {
       Job j("#!/bin/sh\n", 2000, 1, "huge", {tag});
       j.desc.time_limit = c.user_limit;
       EXPECT(p.submit(&j.desc, 2000, &j.err_msg) == SLURM_SUCCESS);
-      std::fprintf(stderr, "%s: prediction %s s: limit %u min, PSKEL_LIMITED=%s\n", c.policy,
+      std::fprintf(report(), "%s: prediction %s s: limit %u min, PSKEL_LIMITED=%s\n", c.policy,
                    accepted[i].first, j.desc.time_limit, j.env("PSKEL_LIMITED").c_str());
       expect_sane(j, accepted[i].second, static_cast<int64_t>(5000 + i), c.margin, c.pad);
     }
@@ -283,17 +298,76 @@ void check_extreme_predictions(const Plugin& p, const std::string& dir) {
   // limited from it, not even from its good line.
   write_conf(dir, "unset-only", 0.2, 60);
   for (const char* bad : refused) {
-    write_export_text(dir, {"E 2000 1 huge 100 6000 probe", "E 2000 1 huge " + std::string(bad) + " 6001 bad"});
+    write_export_text(dir, {"E 2000 1 1 huge 100 6000 probe", "E 2000 1 1 huge " + std::string(bad) + " 6001 bad"});
     EXPECT(p.init() == SLURM_SUCCESS);
     for (const char* app : {"probe", "bad"}) {
       Job j("#!/bin/sh\n", 2000, 1, "huge", {std::string("_SLURM_SPANK_OPTION_pskel_predict=") + app});
       EXPECT(p.submit(&j.desc, 2000, &j.err_msg) == SLURM_SUCCESS);
       if (j.desc.time_limit != NO_VAL)
-        std::fprintf(stderr, "FAILED: export with %s accepted: job %s limited\n", bad, app);
+        std::fprintf(report(), "FAILED: export with %s accepted: job %s limited\n", bad, app);
       expect_untouched(j);
     }
     EXPECT(p.fini() == SLURM_SUCCESS);
   }
+}
+
+// A job of application "multi" (4 tasks, batch) asking for nodes as sbatch -N sends them.
+struct NodeRequest {
+  uint32_t min_nodes, max_nodes;
+};
+
+// Predictions are per node count: a job that names one gets that prediction or none; a job that
+// names none, or a range, gets the longest (it may land on any layout).
+void check_node_counts(const Plugin& p) {
+  struct Case {
+    NodeRequest asked;
+    const char* limited;  // PSKEL_LIMITED, "" for a job left alone
+    const char* layout;   // in AdminComment
+  };
+  const char* const longest = "4 tasks on 2 nodes (no single node count requested: the longest)";
+  const Case cases[] = {
+      {{1, 1}, "777001:100.0:3", "4 tasks on 1 node, partition batch"},      // -N 1
+      {{2, 2}, "777002:600.0:13", "4 tasks on 2 nodes, partition batch"},    // -N 2
+      {{4, NO_VAL}, "777004:50.0:2", "4 tasks on 4 nodes, partition batch"}, // a minimum only
+      {{3, 3}, "", ""},                                                      // -N 3: none for 3
+      {{NO_VAL, NO_VAL}, "777002:600.0:13", longest},                        // no -N
+      {{1, 4}, "777002:600.0:13", longest},                                  // -N 1-4
+  };
+  for (const Case& c : cases) {
+    Job j("#!/bin/sh\n", 1000, 4, "batch", {"_SLURM_SPANK_OPTION_pskel_predict=multi"});
+    j.desc.min_nodes = c.asked.min_nodes;
+    j.desc.max_nodes = c.asked.max_nodes;
+    EXPECT(p.submit(&j.desc, 1000, &j.err_msg) == SLURM_SUCCESS);
+    std::fprintf(report(), "nodes %u-%u: PSKEL_LIMITED=%s, %s\n", c.asked.min_nodes, c.asked.max_nodes,
+                 j.env("PSKEL_LIMITED").c_str(), j.desc.admin_comment ? j.desc.admin_comment : "-");
+    EXPECT(j.env("PSKEL_LIMITED") == c.limited);
+    if (*c.limited) {
+      EXPECT(j.desc.admin_comment && std::strstr(j.desc.admin_comment, c.layout));
+    } else {
+      expect_untouched(j);
+    }
+  }
+}
+
+// An export of version 1, as a worker before node counts wrote it: still read, every prediction
+// for one node.
+void check_version1_export(const Plugin& p, const std::string& dir) {
+  write_conf(dir, "unset-only", 0.2, 60);
+  write_export_text(dir, {"E 2000 4 huge 100 6100 old"}, 1);
+  EXPECT(p.init() == SLURM_SUCCESS);
+  for (const NodeRequest asked : {NodeRequest{NO_VAL, NO_VAL}, NodeRequest{1, 1}, NodeRequest{2, 2}}) {
+    Job j("#!/bin/sh\n", 2000, 4, "huge", {"_SLURM_SPANK_OPTION_pskel_predict=old"});
+    j.desc.min_nodes = asked.min_nodes;
+    j.desc.max_nodes = asked.max_nodes;
+    EXPECT(p.submit(&j.desc, 2000, &j.err_msg) == SLURM_SUCCESS);
+    if (asked.min_nodes == 2) {
+      expect_untouched(j);
+    } else {
+      EXPECT(j.env("PSKEL_LIMITED") == "6100:100.0:3");
+      EXPECT(j.desc.admin_comment && std::strstr(j.desc.admin_comment, "4 tasks on 1 node"));
+    }
+  }
+  EXPECT(p.fini() == SLURM_SUCCESS);
 }
 
 int check(const Plugin& p, const std::string& dir) {
@@ -362,13 +436,14 @@ int check(const Plugin& p, const std::string& dir) {
     EXPECT(j.env("OTHER") == "x");
     EXPECT(j.desc.spank_job_env_size == 1);
   }
+  check_node_counts(p);
   {  // job_modify leaves everything alone
     Job j(script_of(0), 1000, 4, "batch");
     EXPECT(p.modify(&j.desc, nullptr, 1000, &j.err_msg) == SLURM_SUCCESS);
     EXPECT(j.desc.time_limit == NO_VAL);
   }
   {  // a corrupt export is ignored: the cached predictions stay in use
-    std::ofstream(dir + "/predictions.export.new") << "pskel-export 1\nE 1000 4 batch 1 1 x\n";
+    std::ofstream(dir + "/predictions.export.new") << "pskel-export 2\nE 1000 4 1 batch 1 1 x\n";
     ::rename((dir + "/predictions.export.new").c_str(), (dir + "/predictions.export").c_str());
     for (int i = 0; i < 5; ++i) {
       Job j(script_of(0), 1000, 4, "batch");
@@ -396,6 +471,7 @@ int check(const Plugin& p, const std::string& dir) {
   }
   EXPECT(p.fini() == SLURM_SUCCESS);
   check_extreme_predictions(p, dir);
+  check_version1_export(p, dir);
   std::printf("job_submit plugin checks: %s (%d failed)\n", failures ? "FAILED" : "ok", failures);
   return failures ? 1 : 0;
 }
@@ -426,7 +502,7 @@ int bench(const Plugin& p, const std::string& dir, size_t entries, int calls) {
                                 static_cast<uint32_t>(1000 + (entries / 2) % 100), calls);
   const double miss = time_calls(p, "#!/bin/sh\nunknown\n", 4242, calls);
   p.fini();
-  std::printf("job_submit latency, %zu cached predictions, %d calls each (target <= 50 us)\n",
+  std::printf("job_submit latency, %zu cached predictions, %d calls each (target <= 10 us)\n",
               entries, calls);
   std::printf("  %-44s %8.2f us/call\n", "job with a prediction (2 KiB script)", hit);
   std::printf("  %-44s %8.2f us/call\n", "job without one", miss);
@@ -449,12 +525,25 @@ int main(int argc, char** argv) {
     else plugin = argv[i];
   }
   if (!plugin || calls <= 0) {
-    std::fprintf(stderr, "usage: job_submit_bench [--check] [--entries N] [--calls N] PLUGIN.so\n");
+    std::fprintf(report(), "usage: job_submit_bench [--check] [--entries N] [--calls N] PLUGIN.so\n");
     return 2;
   }
   const std::string dir = "/tmp/pskel-job-submit-bench." + std::to_string(::getpid());
+  const std::string log = dir + ".slurm.log";
+  g_report = ::fdopen(::dup(2), "w");
+  const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (!g_report || log_fd < 0 || ::dup2(log_fd, 2) < 0) return 1;
+  ::close(log_fd);
   const Plugin p = load(plugin);
   const int rc = do_check ? check(p, dir) : bench(p, dir, entries, calls);
+  std::fflush(stderr);
+  std::ifstream in(log);
+  size_t lines = 0;
+  for (std::string line; std::getline(in, line);) ++lines;
+  std::fprintf(report(), "plugin log: %zu lines in %s%s\n", lines, log.c_str(),
+               rc == 0 ? " (removed)" : " (kept)");
+  std::fflush(report());
   std::system(("rm -rf '" + dir + "'").c_str());
+  if (rc == 0) ::unlink(log.c_str());
   return rc;
 }

@@ -1,6 +1,8 @@
 // Fuzz target: the prediction export as job_submit_pskel.so reads it inside slurmctld
 // (exportfile::parse, then the Snapshot it looks predictions up in). A file that parses must
-// also survive a format/parse round trip and find every entry it holds.
+// also survive a format/parse round trip (a version-1 file comes back as version 2) and find
+// every entry it holds, for its node count and for a job that names none, with a prediction
+// at least as long.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -47,11 +49,20 @@ void check(std::string_view text) {
   if (exportfile::format(reparsed.value()) != again) fail("format/parse changes the export");
 
   const jobsubmit::Snapshot snapshot(data.value());
-  for (const exportfile::Entry& e : data.value().entries)
-    if (!snapshot.find(e.uid, e.app, e.ntasks, e.partition)) fail("an entry is not found");
+  for (const exportfile::Entry& e : data.value().entries) {
+    const jobsubmit::Prediction* exact =
+        snapshot.find(e.uid, e.app, e.ntasks, e.nodes, e.partition);
+    if (!exact) fail("an entry is not found");
+    if (exact->nodes != e.nodes) fail("an entry is found for another node count");
+    const jobsubmit::Prediction* any =
+        snapshot.find(e.uid, e.app, e.ntasks, jobsubmit::kAnyNodes, e.partition);
+    if (!any) fail("an entry is not found for a job without a node count");
+    if (any->predicted_seconds < exact->predicted_seconds)
+      fail("a job without a node count gets a shorter prediction than one of the node counts");
+  }
   for (const exportfile::Partition& p : data.value().partitions)
     (void)snapshot.partition_max(p.name);
-  (void)snapshot.find(0, "app", 1, "no-such-partition");
+  (void)snapshot.find(0, "app", 1, 1, "no-such-partition");
   (void)snapshot.partition_max(snapshot.default_partition());
 }
 

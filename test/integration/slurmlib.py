@@ -41,7 +41,7 @@ def have_slurm():
 class LocalSlurm:
     """REQUIRES: root. plugin_dirs are prepended to Slurm's own plugin directory."""
 
-    def __init__(self, plugin_dirs=(), plugstack_lines=(), job_submit=False, epilog=None,
+    def __init__(self, plugin_dirs=(), plugstack_lines=(), job_submit=False, epilog_slurmctld=None,
                  extra_conf=(), max_time="30", env=None):
         self.tmp = pathlib.Path(tempfile.mkdtemp(prefix="pskel-slurm-"))
         os.chmod(self.tmp, 0o755)
@@ -49,7 +49,7 @@ class LocalSlurm:
         self.plugin_dirs = list(plugin_dirs)
         self.plugstack_lines = list(plugstack_lines)
         self.job_submit = job_submit
-        self.epilog = epilog
+        self.epilog_slurmctld = epilog_slurmctld
         self.extra_conf = list(extra_conf)
         self.max_time = max_time
         self.extra_env = dict(env or {})
@@ -112,8 +112,8 @@ class LocalSlurm:
         ]
         if self.job_submit:
             lines.append("JobSubmitPlugins=pskel")
-        if self.epilog:
-            lines.append(f"Epilog={self.epilog}")
+        if self.epilog_slurmctld:
+            lines.append(f"EpilogSlurmctld={self.epilog_slurmctld}")
         lines += self.extra_conf
         self.conf.write_text("\n".join(lines) + "\n")
 

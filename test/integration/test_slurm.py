@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """pskel inside a real Slurm (Debian's 22.05): slurmctld + slurmd + munged started on loopback by
 slurmlib.LocalSlurm with spank_pskel.so in the plugstack, job_submit_pskel.so as
-JobSubmitPlugins=pskel and `pskel epilog` as the epilog.
+JobSubmitPlugins=pskel and `pskel epilog` as EpilogSlurmctld.
 
 What is checked (issue 5, "Must show"):
   - sbatch --predict of a C test program run by `srun --mpi=pmi2`, and by mpiexec inside the
@@ -56,7 +56,7 @@ def crc32c(data: bytes) -> int:
 def export_is_valid(text: str) -> bool:
     """The export's own check (docs/export-format.md): header, end line, counts, checksum."""
     lines = text.split("\n")
-    if not text.endswith("\n") or not lines or lines[0] != "pskel-export 1":
+    if not text.endswith("\n") or not lines or lines[0] != "pskel-export 2":
         return False
     end = lines[-2].split(" ")
     body = text[: len(text) - len(lines[-2]) - 1]
@@ -89,19 +89,50 @@ def setUpModule():
     CONF = TMP / "pskel.conf"
     write_conf()
     epilog = TMP / "epilog.sh"
-    epilog.write_text(f"#!/bin/sh\nexec {PSKEL} epilog --conf {CONF} </dev/null >/dev/null 2>&1\n")
-    epilog.chmod(0o755)
     SLURM = slurmlib.LocalSlurm(
-        plugin_dirs=[str(JOBSUBMIT_DIR)], job_submit=True, epilog=str(epilog),
+        plugin_dirs=[str(JOBSUBMIT_DIR)], job_submit=True, epilog_slurmctld=str(epilog),
         plugstack_lines=[f"required {SPANK} conf={CONF}"], env={"PSKEL_CONF": str(CONF)})
+    # slurmctld runs EpilogSlurmctld with a fresh environment: the worker's scontrol and sbatch
+    # need this Slurm's configuration.
+    epilog.write_text(f"#!/bin/sh\nSLURM_CONF={SLURM.conf} exec {PSKEL} epilog --conf {CONF} "
+                      "</dev/null >/dev/null 2>&1\n")
+    epilog.chmod(0o755)
     try:
         SLURM.start()
+        start_guard()
     except Exception:
+        stop_guard()
         SLURM.cleanup()
         raise
 
 
+GUARD = None
+
+
+def start_guard():
+    """`pskel guard`, as etc/pskel-guard.service runs it: job_submit sets limits only while its
+    heartbeat is fresh (GuardRequired=yes)."""
+    global GUARD
+    heartbeat = STATE / "guard.heartbeat"
+    heartbeat.unlink(missing_ok=True)
+    GUARD = subprocess.Popen([str(PSKEL), "guard", "--conf", str(CONF)], env=SLURM.env(),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    end = time.time() + 30
+    while not heartbeat.exists() and time.time() < end:
+        time.sleep(0.2)
+    if not heartbeat.exists():
+        raise AssertionError(f"pskel guard wrote no heartbeat within 30 s: {worker_log()[-2000:]}")
+    time.sleep(2.5)  # the plugin's loader thread looks every 2 s
+
+
+def stop_guard():
+    if GUARD and GUARD.poll() is None:
+        GUARD.terminate()
+        GUARD.wait(timeout=30)
+
+
 def tearDownModule():
+    stop_guard()
     SLURM.cleanup()
     if not os.environ.get("PSKEL_KEEP_SLURM"):
         shutil.rmtree(TMP, ignore_errors=True)
@@ -115,6 +146,7 @@ def write_conf(**extra):
         "TracerMpich": BUILD / "core" / "tracer" / "libpskel-trace-mpich.so",
         "TracerOpenmpi": BUILD / "core" / "tracer" / "libpskel-trace-openmpi.so",
         "CalibrationTimeLimit": 5, "StepTimeout": 300, "TargetSkeletonSeconds": 1,
+        "GuardInterval": 2,
         "LauncherMpich": '"srun --mpi=pmi2 -n {ntasks}"',
     }
     keys.update(extra)
@@ -336,6 +368,30 @@ class Tracing(unittest.TestCase):
 class TimeLimits(unittest.TestCase):
     """job_submit_pskel.so with predictions in the export."""
 
+    def test_no_limits_while_the_guard_is_down(self):
+        """GuardRequired=yes: a limit nobody would extend is not set. GuardInterval=2, so the
+        heartbeat is stale after 3 x 2 + 10 s."""
+        script = job_script("unguarded.sh", "sleep 1")
+        put_prediction(0, "root", "script:" + fnv1a64(script.read_bytes()), 1, slurmlib.PARTITION, 125.0)
+        ctld_log = SLURM.tmp / "log" / "slurmctld.log"
+        before = len(ctld_log.read_text())
+        stop_guard()
+        try:
+            time.sleep(20)
+            job_id, r = submit(script, "--ntasks=1")
+            self.assertNotIn("pskel", r.stderr)
+            self.assertEqual(finish(job_id)["TimeLimit"], "00:30:00")  # the partition's default
+            log = ctld_log.read_text()[before:]
+            self.assertEqual(len(re.findall(r"pskel: guard: NOT running .*no time limits are set", log)),
+                             1, log[-3000:])
+            self.assertIn("guard: NOT running", pskel("report"))
+        finally:
+            start_guard()
+        job_id, r = submit(script, "--ntasks=1")
+        self.assertIn("pskel: time limit set to 4 min", r.stderr)
+        finish(job_id)
+        self.assertIn("pskel: guard: running", ctld_log.read_text()[before:])
+
     def test_limit_from_prediction_and_untouched_jobs(self):
         script = job_script("limited.sh", "sleep 1")
         key = "script:" + fnv1a64(script.read_bytes())
@@ -369,7 +425,8 @@ class TimeLimits(unittest.TestCase):
         self.assertEqual(outcome["limit_minutes"], 4)
         self.assertGreaterEqual(outcome["actual_seconds"], 0)
         report = pskel("report", "--json")
-        self.assertTrue(any(r["application"] == key and r["jobs"] >= 1 for r in report), report)
+        self.assertTrue(any(r["application"] == key and r["limited"] >= 1
+                            for r in report["applications"]), report)
 
     def test_another_users_identical_job_is_untouched(self):
         uid = ensure_test_user()

@@ -114,3 +114,27 @@ TEST_CASE("AFailureLineCutInsideAUtf8CharacterStaysValidText") {
   CHECK(line.find("second line") == std::string::npos);
   CHECK(nlohmann::json(line).dump().size() > 300);  // dump throws on invalid UTF-8
 }
+
+// Issue 17: a skeleton that printed its result and hangs in MPI_Finalize is given up in seconds.
+TEST_CASE("AChildThatPrintedItsDoneLineHasAGraceToExit") {
+  child::Options o;
+  o.timeout_seconds = 60;
+  o.done_line = "result:";
+  o.exit_grace_seconds = 0.5;
+  const child::Result hung =
+      child::run({"/bin/sh", "-c", "echo starting; printf 'result: 42'; sleep 0.2; echo; sleep 60"}, o);
+  CHECK(hung.killed_after_done);
+  CHECK_FALSE(hung.timed_out);
+  CHECK(hung.out == "starting\nresult: 42\n");
+  CHECK(hung.done_seconds >= 0.2);   // the line counts once it is complete
+  CHECK(hung.seconds < 5);
+  const child::Result quick = child::run({"/bin/sh", "-c", "echo result: 1; sleep 0.1"}, o);
+  CHECK_FALSE(quick.killed_after_done);
+  CHECK(quick.exit_code == 0);
+  CHECK(quick.done_seconds >= 0);
+  // Not at the start of a line: not the done line.
+  o.timeout_seconds = 1;
+  const child::Result other = child::run({"/bin/sh", "-c", "echo no result: 1; sleep 30"}, o);
+  CHECK(other.timed_out);
+  CHECK(other.done_seconds < 0);
+}

@@ -27,17 +27,19 @@ namespace {
 Data sample() {
   Data d;
   d.partitions = {{"batch", 1440, true}, {"debug", 30, false}, {"long", exportfile::kUnlimited, false}};
-  d.entries = {{1000, 4, "batch", "lu", 125.25, 7}, {1000, 4, "debug", "lu", 60, 8},
-               {1001, 4, "batch", "lu", 999.5, 9}, {1000, 16, "batch", "script:00ff00ff00ff00ff", 3600, 10}};
+  d.entries = {{1000, 4, 1, "batch", "lu", 125.25, 7}, {1000, 4, 1, "debug", "lu", 60, 8},
+               {1001, 4, 1, "batch", "lu", 999.5, 9},
+               {1000, 16, 2, "batch", "script:00ff00ff00ff00ff", 3600, 10}};
   return d;
 }
 
 std::string scratch_dir() { return pskel::testing::scratch_dir("export-test"); }
 
-// An export with these E lines written as given (the writer would refuse them), with a
-// correct end line: what a hand-edited or foreign file could hold.
-std::string export_with(const std::vector<std::string>& entry_lines) {
-  std::string text = "pskel-export 1\nP batch unlimited default\n";
+// An export of format `version` with these E lines written as given (the writer would refuse
+// them), with a correct end line: what a hand-edited or foreign file could hold, or what an
+// older worker wrote.
+std::string export_with(const std::vector<std::string>& entry_lines, int version = 2) {
+  std::string text = "pskel-export " + std::to_string(version) + "\nP batch unlimited default\n";
   for (const std::string& l : entry_lines) text += l + "\n";
   char crc[16];
   std::snprintf(crc, sizeof crc, "%08x", crc32c(text.data(), text.size()));
@@ -55,12 +57,16 @@ void write_text(const std::string& path, const std::string& text) {
 TEST_CASE("ExportRoundTrips") {
   const Data d = sample();
   const std::string text = exportfile::format(d);
-  CHECK(text.starts_with("pskel-export 1\nP batch 1440 default\n"));
+  CHECK(text.starts_with("pskel-export 2\nP batch 1440 default\n"));
+  CHECK(text.find("\nE 1000 4 1 batch 125.25 7 lu\n") != std::string::npos);
+  CHECK(text.find("\nE 1000 16 2 batch 3600 10 script:00ff00ff00ff00ff\n") != std::string::npos);
   auto back = exportfile::parse(text, "x");
   REQUIRE_MESSAGE(back.ok(), back.error().line());
   REQUIRE(back.value().entries.size() == d.entries.size());
   CHECK(back.value().entries[0].predicted_seconds == 125.25);
   CHECK(back.value().entries[3].app == "script:00ff00ff00ff00ff");
+  CHECK(back.value().entries[3].nodes == 2);
+  CHECK(back.value().entries[0].nodes == 1);
   CHECK(back.value().partitions[2].max_minutes == exportfile::kUnlimited);
   CHECK(back.value().partitions[0].is_default);
   CHECK(exportfile::format(back.value()) == text);
@@ -92,11 +98,13 @@ TEST_CASE("EveryFlippedBitOfAnExportIsRejected") {
 }
 
 TEST_CASE("ExportErrorsNameTheLine") {
-  auto r = exportfile::parse("pskel-export 1\nX nonsense\n", "/var/lib/pskel/predictions.export");
+  auto r = exportfile::parse("pskel-export 2\nX nonsense\n", "/var/lib/pskel/predictions.export");
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().line() == "/var/lib/pskel/predictions.export: line 2: unknown record");
   CHECK(exportfile::parse("garbage\n", "f").error().what.find("not a pskel export") != std::string::npos);
-  CHECK(exportfile::parse("pskel-export 1\n", "f").error().what.find("truncated") != std::string::npos);
+  CHECK(exportfile::parse("pskel-export 2\n", "f").error().what.find("truncated") != std::string::npos);
+  CHECK(exportfile::parse("pskel-export 3\nend 0 0 00000000\n", "f").error().what.find("not a pskel export") !=
+        std::string::npos);
 }
 
 TEST_CASE("WriteAtomicReplacesTheFile") {
@@ -148,14 +156,17 @@ TEST_CASE("PolicyOffNeverChanges") {
 
 TEST_CASE("SnapshotFindsByUserApplicationTasksAndPartition") {
   const jobsubmit::Snapshot s(sample());
-  REQUIRE(s.find(1000, "lu", 4, "batch"));
-  CHECK(s.find(1000, "lu", 4, "batch")->predicted_seconds == 125.25);
-  CHECK(s.find(1000, "lu", 4, "batch")->prediction_id == 7);
-  CHECK(s.find(1001, "lu", 4, "batch")->prediction_id == 9);  // another user's own prediction
-  CHECK(s.find(1002, "lu", 4, "batch") == nullptr);           // nobody else's
-  CHECK(s.find(1000, "lu", 8, "batch") == nullptr);
-  CHECK(s.find(1000, "lu", 4, "long") == nullptr);
-  CHECK(s.find(1000, "l", 4, "ubatch") == nullptr);  // keys are not ambiguous
+  REQUIRE(s.find(1000, "lu", 4, 1, "batch"));
+  CHECK(s.find(1000, "lu", 4, 1, "batch")->predicted_seconds == 125.25);
+  CHECK(s.find(1000, "lu", 4, 1, "batch")->prediction_id == 7);
+  CHECK(s.find(1001, "lu", 4, 1, "batch")->prediction_id == 9);  // another user's own prediction
+  CHECK(s.find(1002, "lu", 4, 1, "batch") == nullptr);           // nobody else's
+  CHECK(s.find(1000, "lu", 8, 1, "batch") == nullptr);
+  CHECK(s.find(1000, "lu", 4, 1, "long") == nullptr);
+  CHECK(s.find(1000, "l", 4, 1, "ubatch") == nullptr);  // keys are not ambiguous
+  CHECK(s.find(1000, "lu", 41, 1, "batch") == nullptr);
+  CHECK(s.find(1000, "lu", 4, 11, "batch") == nullptr);
+  CHECK(s.size() == 4);  // the entries for jobs without a node count are not predictions
   CHECK(s.default_partition() == "batch");
   CHECK(s.partition_max("debug") == 30);
   CHECK(s.partition_max("nope") == exportfile::kUnlimited);
@@ -177,7 +188,7 @@ TEST_CASE("CacheLoadsTheExportAndFollowsItsChanges") {
   CHECK(cache.snapshot()->size() == 4);
 
   Data two;
-  two.entries = {{5, 1, "p", "a", 1, 1}, {6, 1, "p", "a", 2, 2}};
+  two.entries = {{5, 1, 1, "p", "a", 1, 1}, {6, 1, 1, "p", "a", 2, 2}};
   REQUIRE(exportfile::write_atomic(path, two).ok());
   cache.reload_if_changed();
   CHECK(cache.snapshot()->size() == 2);
@@ -295,20 +306,20 @@ TEST_CASE("ExportParserRejectsPredictionsOutsideZeroToOneYear") {
                           "31536001", "3.1537e7", "inf", "nan", "-0", "-1", "+5", "1e400", "0x10",
                           "", "5 ", "1,5"}) {
     CAPTURE(bad);
-    auto r = exportfile::parse(export_with({"E 1000 4 batch 100 1 ok", std::string("E 1000 4 batch ") +
-                                                                          bad + " 2 x"}),
+    auto r = exportfile::parse(export_with({"E 1000 4 1 batch 100 1 ok",
+                                            std::string("E 1000 4 1 batch ") + bad + " 2 x"}),
                                "f");
     REQUIRE_FALSE(r.ok());
     CHECK(r.error().what.starts_with("line 4: "));
   }
-  auto odd = exportfile::parse(export_with({"E 1000 4 batch 1e\x1b[31m 2 x"}), "f");
+  auto odd = exportfile::parse(export_with({"E 1000 4 1 batch 1e\x1b[31m 2 x"}), "f");
   REQUIRE_FALSE(odd.ok());
   CHECK(odd.error().what.find('\x1b') == std::string::npos);  // the log gets no escape sequence
   // What the writer writes for values in range, exponents included, is read back exactly.
   for (const char* good : {"0", "5e-324", "2.2250738585072014e-308", "1e-05", "0.05", "125.25",
                            "31535999.999999996", "31536000", "3.1536e+07"}) {
     CAPTURE(good);
-    auto r = exportfile::parse(export_with({std::string("E 1000 4 batch ") + good + " 2 x"}), "f");
+    auto r = exportfile::parse(export_with({std::string("E 1000 4 1 batch ") + good + " 2 x"}), "f");
     REQUIRE_MESSAGE(r.ok(), r.error().line());
     double v = 0;
     std::from_chars(good, good + std::string_view(good).size(), v);
@@ -320,19 +331,20 @@ TEST_CASE("ExportWriterLeavesOutWhatTheParserWouldReject") {
   const double inf = std::numeric_limits<double>::infinity();
   Data d;
   d.partitions = {{"batch", 60, true}, {"bad name", 5, false}, {"", 5, false}};
-  d.entries = {{1000, 4, "batch", "ok", 100, 1},
-               {1000, 4, "batch", "huge", 1e30, 2},
-               {1000, 4, "batch", "max", std::numeric_limits<double>::max(), 3},
-               {1000, 4, "batch", "inf", inf, 4},
-               {1000, 4, "batch", "nan", std::numeric_limits<double>::quiet_NaN(), 5},
-               {1000, 4, "batch", "negative", -1, 6},
-               {1000, 4, "batch", "above", std::nextafter(exportfile::kMaxPredictedSeconds, inf), 7},
-               {1000, 0, "batch", "no-tasks", 10, 8},
-               {1000, 4, "batch", "bad key", 10, 9},
-               {1000, 4, "batch\n", "newline", 10, 10},
-               {1000, 4, "batch", "bound", exportfile::kMaxPredictedSeconds, 11},
-               {1000, 4, "batch", "tiny", 5e-324, 12},
-               {1000, 4, "batch", "minus-zero", -0.0, 13}};
+  d.entries = {{1000, 4, 1, "batch", "ok", 100, 1},
+               {1000, 4, 1, "batch", "huge", 1e30, 2},
+               {1000, 4, 1, "batch", "max", std::numeric_limits<double>::max(), 3},
+               {1000, 4, 1, "batch", "inf", inf, 4},
+               {1000, 4, 1, "batch", "nan", std::numeric_limits<double>::quiet_NaN(), 5},
+               {1000, 4, 1, "batch", "negative", -1, 6},
+               {1000, 4, 1, "batch", "above", std::nextafter(exportfile::kMaxPredictedSeconds, inf), 7},
+               {1000, 0, 1, "batch", "no-tasks", 10, 8},
+               {1000, 4, 1, "batch", "bad key", 10, 9},
+               {1000, 4, 1, "batch\n", "newline", 10, 10},
+               {1000, 4, 1, "batch", "bound", exportfile::kMaxPredictedSeconds, 11},
+               {1000, 4, 1, "batch", "tiny", 5e-324, 12},
+               {1000, 4, 1, "batch", "minus-zero", -0.0, 13},
+               {1000, 4, 0, "batch", "no-nodes", 10, 14}};
   const std::string text = exportfile::format(d);
   auto back = exportfile::parse(text, "x");
   REQUIRE_MESSAGE(back.ok(), back.error().line());
@@ -346,4 +358,103 @@ TEST_CASE("ExportWriterLeavesOutWhatTheParserWouldReject") {
   const std::string path = scratch_dir() + "/skip.export";
   REQUIRE(exportfile::write_atomic(path, d).ok());
   CHECK(exportfile::parse(exportfile::read_file(path).value(), path).value().entries.size() == 4);
+}
+
+TEST_CASE("ExportVersion1IsReadAsPredictionsForOneNode") {
+  // As a worker of the previous version wrote it: slurmctld may be upgraded first.
+  auto v1 = exportfile::parse(export_with({"E 1000 4 batch 125.25 7 lu", "E 1001 16 batch 60 8 cg"}, 1), "f");
+  REQUIRE_MESSAGE(v1.ok(), v1.error().line());
+  REQUIRE(v1.value().entries.size() == 2);
+  const exportfile::Entry& e = v1.value().entries[0];
+  CHECK(e.uid == 1000);
+  CHECK(e.ntasks == 4);
+  CHECK(e.nodes == 1);
+  CHECK(e.partition == "batch");
+  CHECK(e.predicted_seconds == 125.25);
+  CHECK(e.prediction_id == 7);
+  CHECK(e.app == "lu");
+  CHECK(v1.value().entries[1].nodes == 1);
+  const jobsubmit::Snapshot snap(v1.value());
+  CHECK(snap.find(1000, "lu", 4, 1, "batch")->prediction_id == 7);
+  CHECK(snap.find(1000, "lu", 4, jobsubmit::kAnyNodes, "batch")->prediction_id == 7);
+  CHECK(snap.find(1000, "lu", 4, 2, "batch") == nullptr);
+  // Written again, it is version 2.
+  CHECK(exportfile::format(v1.value()).find("\nE 1000 4 1 batch 125.25 7 lu\n") != std::string::npos);
+
+  // Each version's lines have their own number of fields.
+  auto v2_line_in_v1 = exportfile::parse(export_with({"E 1000 4 1 batch 125.25 7 lu"}, 1), "f");
+  REQUIRE_FALSE(v2_line_in_v1.ok());
+  CHECK(v2_line_in_v1.error().what == "line 3: prediction line needs 6 fields");
+  auto v1_line_in_v2 = exportfile::parse(export_with({"E 1000 4 batch 125.25 7 lu"}), "f");
+  REQUIRE_FALSE(v1_line_in_v2.ok());
+  CHECK(v1_line_in_v2.error().what == "line 3: prediction line needs 7 fields");
+}
+
+TEST_CASE("ExportParserRejectsABadNodeCount") {
+  for (const char* bad : {"0", "-1", "+2", "4294967296", "x", "1.5"}) {
+    CAPTURE(bad);
+    auto r = exportfile::parse(export_with({std::string("E 1000 4 ") + bad + " batch 100 1 lu"}), "f");
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().what == "line 3: bad uid, task count or node count");
+  }
+  auto most = exportfile::parse(export_with({"E 1000 4 4294967295 batch 100 1 lu"}), "f");
+  REQUIRE(most.ok());
+  CHECK(most.value().entries[0].nodes == 4294967295u);
+}
+
+TEST_CASE("SnapshotMatchesTheNodeCountAJobAskedFor") {
+  Data d;
+  d.entries = {{1000, 4, 1, "batch", "lu", 100, 1},
+               {1000, 4, 2, "batch", "lu", 300, 2},
+               {1000, 4, 4, "batch", "lu", 50, 3},
+               {1000, 4, 8, "debug", "lu", 7, 4}};
+  const jobsubmit::Snapshot s(d);
+  CHECK(s.size() == 4);
+  CHECK(s.find(1000, "lu", 4, 1, "batch")->prediction_id == 1);
+  CHECK(s.find(1000, "lu", 4, 2, "batch")->prediction_id == 2);
+  CHECK(s.find(1000, "lu", 4, 4, "batch")->prediction_id == 3);
+  CHECK(s.find(1000, "lu", 4, 3, "batch") == nullptr);  // never another node count's
+  CHECK(s.find(1000, "lu", 4, 8, "batch") == nullptr);
+  // A job without a node count may land on any layout: the longest prediction, and which one.
+  const jobsubmit::Prediction* any = s.find(1000, "lu", 4, jobsubmit::kAnyNodes, "batch");
+  REQUIRE(any);
+  CHECK(any->prediction_id == 2);
+  CHECK(any->predicted_seconds == 300);
+  CHECK(any->nodes == 2);
+  CHECK(s.find(1000, "lu", 4, jobsubmit::kAnyNodes, "debug")->nodes == 8);  // per partition
+  CHECK(s.find(1000, "lu", 8, jobsubmit::kAnyNodes, "batch") == nullptr);
+  CHECK(s.find(1001, "lu", 4, jobsubmit::kAnyNodes, "batch") == nullptr);
+}
+
+TEST_CASE("SnapshotForAJobWithoutNodeCountUsesThePredictionsThatStayed") {
+  Data d;
+  // A later line of the same key replaces an earlier one: the 900 s is gone, not the longest.
+  d.entries = {{1000, 4, 2, "batch", "lu", 900, 1},
+               {1000, 4, 1, "batch", "lu", 100, 2},
+               {1000, 4, 2, "batch", "lu", 10, 3},
+               // Of the same length, the newer prediction.
+               {1000, 8, 1, "batch", "lu", 60, 9},
+               {1000, 8, 2, "batch", "lu", 60, 8},
+               // Not a valid entry: its key would be the one of jobs without a node count.
+               {1000, 16, 0, "batch", "lu", 5, 10}};
+  const jobsubmit::Snapshot s(d);
+  CHECK(s.size() == 4);
+  CHECK(s.find(1000, "lu", 4, 2, "batch")->prediction_id == 3);
+  CHECK(s.find(1000, "lu", 4, jobsubmit::kAnyNodes, "batch")->prediction_id == 2);
+  CHECK(s.find(1000, "lu", 8, jobsubmit::kAnyNodes, "batch")->prediction_id == 9);
+  CHECK(s.find(1000, "lu", 16, jobsubmit::kAnyNodes, "batch") == nullptr);
+}
+
+TEST_CASE("RequestedNodesIsTheCountSbatchNGives") {
+  using jobsubmit::kNoVal;
+  using jobsubmit::requested_nodes;
+  CHECK(requested_nodes(kNoVal, kNoVal) == 0);  // no -N
+  CHECK(requested_nodes(0, kNoVal) == 0);       // -n 0
+  CHECK(requested_nodes(2, 2) == 2);            // -N 2
+  CHECK(requested_nodes(1, 1) == 1);
+  CHECK(requested_nodes(2, kNoVal) == 2);       // a client that sets only the minimum
+  CHECK(requested_nodes(2, 0) == 2);
+  CHECK(requested_nodes(1, 4) == 0);            // -N 1-4: any of them
+  CHECK(requested_nodes(4, 2) == 0);            // refused by Slurm later; no guess here
+  CHECK(requested_nodes(kNoVal, 2) == 0);
 }

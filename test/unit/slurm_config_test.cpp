@@ -131,6 +131,8 @@ TEST_CASE("StepDirectoriesHaveReadableNames") {
   CHECK(spank::step_dir_name(0xfffffffb) == "step.batch");
   CHECK(spank::step_dir_name(0xfffffffc) == "step.extern");
   CHECK(spank::step_dir_name(0xfffffffa) == "step.interactive");
+  CHECK(spank::step_dir_name(0, 2) == "run2.step.0");  // the third run of a requeued job
+  CHECK(spank::step_dir_name(0xfffffffb, 1) == "run1.step.batch");
 }
 
 TEST_CASE("ApplicationNamesAreRestricted") {

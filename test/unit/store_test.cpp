@@ -127,6 +127,112 @@ void refused_read_only(const std::string& path, const std::string& what) {
   CHECK(file_state(path) == before);
 }
 
+// Every row of a query on the file, columns joined by '|', rows by '\n'.
+std::string rows(const std::string& path, const std::string& query) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK);
+  std::string out;
+  char* msg = nullptr;
+  const int rc = sqlite3_exec(
+      db, query.c_str(),
+      [](void* text, int n, char** values, char**) {
+        auto& o = *static_cast<std::string*>(text);
+        if (!o.empty()) o += '\n';
+        for (int i = 0; i < n; ++i) o += (i ? "|" : "") + std::string(values[i] ? values[i] : "NULL");
+        return 0;
+      },
+      &out, &msg);
+  CHECK_MESSAGE(rc == SQLITE_OK, (msg ? msg : ""));
+  sqlite3_free(msg);
+  sqlite3_close(db);
+  return out;
+}
+
+// A table's columns (name, type, not null, default, primary key) and the columns of its
+// UNIQUE constraints: what a query or an insert sees of it.
+std::string table_shape(const std::string& path, const std::string& table) {
+  return rows(path, "SELECT name, type, \"notnull\", dflt_value, pk FROM pragma_table_info('" + table +
+                        "')") +
+         "\nunique: " +
+         rows(path, "SELECT group_concat(ii.name) FROM pragma_index_list('" + table +
+                        "') AS il, pragma_index_info(il.name) AS ii WHERE il.\"unique\" GROUP BY il.name");
+}
+
+// The schema of version 1, as pskel wrote it before node counts (core/store/store.cpp then):
+// a store of that version must still open.
+const char* const kSchemaV1 = R"sql(
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS applications(
+  id INTEGER PRIMARY KEY,
+  uid INTEGER NOT NULL,
+  user TEXT NOT NULL,
+  key TEXT NOT NULL,
+  created INTEGER NOT NULL,
+  script_key TEXT NOT NULL DEFAULT '',
+  UNIQUE(uid, key));
+CREATE TABLE IF NOT EXISTS traces(
+  job_id INTEGER PRIMARY KEY,
+  app_id INTEGER NOT NULL REFERENCES applications(id) ON DELETE CASCADE,
+  uid INTEGER NOT NULL,
+  ntasks INTEGER NOT NULL,
+  partition TEXT NOT NULL,
+  state TEXT NOT NULL,
+  step TEXT NOT NULL DEFAULT '',
+  message TEXT NOT NULL DEFAULT '',
+  trace_dir TEXT NOT NULL DEFAULT '',
+  runtime_seconds REAL NOT NULL DEFAULT -1,
+  updated INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS skeletons(
+  id INTEGER PRIMARY KEY,
+  job_id INTEGER NOT NULL REFERENCES traces(job_id) ON DELETE CASCADE,
+  dir TEXT NOT NULL,
+  binary TEXT NOT NULL,
+  scale REAL NOT NULL,
+  created INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS predictions(
+  id INTEGER PRIMARY KEY,
+  app_id INTEGER NOT NULL REFERENCES applications(id) ON DELETE CASCADE,
+  uid INTEGER NOT NULL,
+  ntasks INTEGER NOT NULL,
+  partition TEXT NOT NULL,
+  skeleton_id INTEGER REFERENCES skeletons(id) ON DELETE SET NULL,
+  skeleton_seconds REAL NOT NULL,
+  scale REAL NOT NULL,
+  predicted_seconds REAL NOT NULL,
+  created INTEGER NOT NULL,
+  UNIQUE(app_id, ntasks, partition));
+CREATE TABLE IF NOT EXISTS outcomes(
+  job_id INTEGER PRIMARY KEY,
+  uid INTEGER NOT NULL,
+  prediction_id INTEGER NOT NULL,
+  app_id INTEGER REFERENCES applications(id) ON DELETE CASCADE,
+  predicted_seconds REAL NOT NULL,
+  limit_minutes INTEGER NOT NULL,
+  actual_seconds REAL NOT NULL,
+  state TEXT NOT NULL,
+  recorded INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS partitions(
+  name TEXT PRIMARY KEY,
+  max_minutes INTEGER NOT NULL,
+  is_default INTEGER NOT NULL);
+)sql";
+
+// A version-1 store as a worker of that version left it: an application with a script alias, a
+// done trace, its skeleton, predictions on two partitions, an outcome, a partition.
+std::string v1_store(const char* name) {
+  const std::string path = fresh_db(name);
+  sql(path, std::string(kSchemaV1) +
+                "INSERT INTO meta VALUES('schema_version', '1');"
+                "INSERT INTO applications VALUES(5, 1000, 'alice', 'lu', 100, 'script:00000000000000aa');"
+                "INSERT INTO traces VALUES(11, 5, 1000, 4, 'batch', 'done', '', '', '/spool/job.11', 12.5, 200);"
+                "INSERT INTO skeletons VALUES(3, 11, '/d', '/d/s', 10, 300);"
+                "INSERT INTO predictions VALUES(7, 5, 1000, 4, 'batch', 3, 1.25, 10, 12.5, 400);"
+                "INSERT INTO predictions VALUES(8, 5, 1000, 4, 'debug', 3, 2.5, 10, 25, 401);"
+                "INSERT INTO outcomes VALUES(60, 1000, 7, 5, 12.5, 2, 13, 'COMPLETED', 500);"
+                "INSERT INTO partitions VALUES('batch', 60, 1);");
+  return path;
+}
+
 }  // namespace
 
 TEST_CASE("ApplicationsAreKeyedByUserAndKey") {
@@ -182,10 +288,10 @@ TEST_CASE("ANamedApplicationIsAlsoExportedUnderItsScript") {
   REQUIRE(s.add_predictions(81, {0, 81, "/d", "/d/s", 4}, {prediction(app, 1000, "batch", 100)}).ok());
   const jobsubmit::Snapshot snap(s.export_data().value());
   CHECK(snap.size() == 2);
-  REQUIRE(snap.find(1000, "lu", 4, "batch"));
-  REQUIRE(snap.find(1000, "script:00000000000000aa", 4, "batch"));
-  CHECK(snap.find(1000, "script:00000000000000aa", 4, "batch")->prediction_id ==
-        snap.find(1000, "lu", 4, "batch")->prediction_id);
+  REQUIRE(snap.find(1000, "lu", 4, 1, "batch"));
+  REQUIRE(snap.find(1000, "script:00000000000000aa", 4, 1, "batch"));
+  CHECK(snap.find(1000, "script:00000000000000aa", 4, 1, "batch")->prediction_id ==
+        snap.find(1000, "lu", 4, 1, "batch")->prediction_id);
   CHECK(s.find_applications("lu", std::nullopt).value()[0].script_key == "script:00000000000000aa");
 }
 
@@ -217,9 +323,9 @@ TEST_CASE("OneUsersTracesNeverPredictForAnother") {
   REQUIRE(data.entries.size() == 1);
   CHECK(data.entries[0].uid == 1000);
   const jobsubmit::Snapshot snap(data);
-  CHECK(snap.find(1000, "lu", 4, "batch") != nullptr);
-  CHECK(snap.find(1001, "lu", 4, "batch") == nullptr);
-  CHECK(snap.find(1001, "lu", 4, "debug") == nullptr);
+  CHECK(snap.find(1000, "lu", 4, 1, "batch") != nullptr);
+  CHECK(snap.find(1001, "lu", 4, 1, "batch") == nullptr);
+  CHECK(snap.find(1001, "lu", 4, 1, "debug") == nullptr);
 }
 
 TEST_CASE("OutcomesFeedTheReport") {
@@ -372,9 +478,15 @@ TEST_CASE("ReadOnlyOpenOfAStoreOfAnotherSchemaIsAnErrorAndChangesNothing") {
   const std::string no_tables = fresh_db("no-tables");
   sql(no_tables, "PRAGMA user_version=7;");  // a valid SQLite file without tables
   refused_read_only(no_tables, "not a pskel store (no tables)");
-  const std::string v2 = filled_store("v2");
-  sql(v2, "UPDATE meta SET value='2' WHERE key='schema_version';");
-  refused_read_only(v2, "schema version 2, this pskel knows 1");
+  const std::string newer = filled_store("newer");
+  sql(newer, "UPDATE meta SET value='3' WHERE key='schema_version';");
+  refused_read_only(newer, "schema version 3, this pskel knows 2");
+  for (const char* odd : {"0", "-1", "2x", " 2", ""}) {
+    CAPTURE(odd);
+    const std::string path = filled_store("odd-version");
+    sql(path, std::string("UPDATE meta SET value='") + odd + "' WHERE key='schema_version';");
+    refused_read_only(path, "this pskel knows 2");
+  }
   const std::string forged = filled_store("forged-version");
   sql(forged, "UPDATE meta SET value=CAST(x'320a1b5b33316dff' AS TEXT);");
   refused_read_only(forged, "schema version 2\\n\\x1b[31m");
@@ -442,15 +554,22 @@ TEST_CASE("StoreReaderRejectsABlobOrTextWhereANumberBelongs") {
 
 // ntasks -1 was read as 4294967295 tasks, 1.5 as 1: a prediction for jobs nobody submitted.
 TEST_CASE("StoreReaderRejectsIntegersOutOfRangeOrFractional") {
-  for (const char* value : {"-1", "4294967296", "1.5", "1e308"}) {
-    CAPTURE(value);
-    const std::string path = filled_store("int-column");
-    sql(path, std::string("UPDATE predictions SET ntasks=") + value + ";");
-    auto s = store::Store::open(path, store::Access::ReadOnly);
-    REQUIRE(s.ok());
-    const int64_t app = s.value().find_applications("lu", std::nullopt).value().at(0).id;
-    REQUIRE_FALSE(s.value().predictions(app).ok());
-    CHECK(s.value().predictions(app).error().what.find("column ntasks") != std::string::npos);
+  for (const std::string column : {"ntasks", "nodes"}) {
+    for (const char* value : {"-1", "4294967296", "1.5", "1e308"}) {
+      CAPTURE(column);
+      CAPTURE(value);
+      const std::string path = filled_store("int-column");
+      sql(path, "UPDATE predictions SET " + column + "=" + value + ";");
+      sql(path, "UPDATE traces SET " + column + "=" + value + ";");
+      auto s = store::Store::open(path, store::Access::ReadOnly);
+      REQUIRE(s.ok());
+      const int64_t app = s.value().find_applications("lu", std::nullopt).value().at(0).id;
+      REQUIRE_FALSE(s.value().predictions(app).ok());
+      CHECK(s.value().predictions(app).error().what.find("column " + column) != std::string::npos);
+      REQUIRE_FALSE(s.value().traces(app).ok());
+      CHECK(s.value().traces(app).error().what.find("column " + column) != std::string::npos);
+      CHECK(s.value().export_data().value().entries.empty());
+    }
   }
 }
 
@@ -509,4 +628,173 @@ TEST_CASE("ExportLeavesOutDamagedRowsAndKeepsTheRest") {
   CHECK(data.value().entries[0].predicted_seconds == 50);
   REQUIRE(data.value().partitions.size() == 1);
   CHECK(data.value().partitions[0].name == "batch");
+}
+
+TEST_CASE("PredictionsDifferingOnlyInTheirNodeCountAreKeptApart") {
+  store::Store s = open_fresh("nodes");
+  const int64_t app = traced_app(s, 1000, "lu", 11);
+  const store::Skeleton sk{0, 11, "/d", "/d/s", 10};
+  store::Prediction two = prediction(app, 1000, "batch", 300);
+  two.nodes = 2;
+  REQUIRE(s.add_predictions(11, sk, {prediction(app, 1000, "batch", 100), two}).ok());
+  auto preds = s.predictions(app).value();
+  REQUIRE(preds.size() == 2);
+  CHECK(preds[0].nodes == 1);
+  CHECK(preds[0].predicted_seconds == 100);
+  CHECK(preds[1].nodes == 2);
+  CHECK(preds[1].predicted_seconds == 300);
+  const auto data = s.export_data().value();
+  REQUIRE(data.entries.size() == 2);
+  const jobsubmit::Snapshot snap(data);
+  CHECK(snap.find(1000, "lu", 4, 1, "batch")->predicted_seconds == 100);
+  CHECK(snap.find(1000, "lu", 4, 2, "batch")->predicted_seconds == 300);
+  CHECK(snap.find(1000, "lu", 4, 3, "batch") == nullptr);
+  CHECK(snap.find(1000, "lu", 4, jobsubmit::kAnyNodes, "batch")->predicted_seconds == 300);
+
+  // A newer prediction replaces the one of its own key only: 2 nodes, not 1.
+  REQUIRE(s.put_trace(trace_row(12, app, 1000)).ok());
+  two.predicted_seconds = 250;
+  const int64_t newer = s.add_predictions(12, sk, {two}).value().at(0);
+  preds = s.predictions(app).value();
+  REQUIRE(preds.size() == 2);
+  CHECK(preds[0].nodes == 1);
+  CHECK(preds[0].predicted_seconds == 100);
+  CHECK(preds[1].nodes == 2);
+  CHECK(preds[1].predicted_seconds == 250);
+  CHECK(preds[1].id == newer);
+}
+
+TEST_CASE("TracesKeepTheirNodeCount") {
+  store::Store s = open_fresh("trace-nodes");
+  const int64_t app = s.ensure_application(1000, "alice", "lu").value();
+  store::Trace t = trace_row(21, app, 1000);
+  t.nodes = 2;
+  REQUIRE(s.put_trace(t).ok());
+  REQUIRE(s.put_trace(trace_row(22, app, 1000)).ok());
+  CHECK(s.trace(21).value()->nodes == 2);
+  const auto traces = s.traces(app).value();
+  REQUIRE(traces.size() == 2);
+  CHECK(traces[0].nodes == 2);
+  CHECK(traces[1].nodes == 1);
+}
+
+TEST_CASE("ExportLeavesOutAPredictionForZeroNodes") {
+  const std::string path = filled_store("zero-nodes");
+  sql(path, "UPDATE predictions SET nodes=0;");
+  auto s = store::Store::open(path, store::Access::ReadOnly);
+  REQUIRE(s.ok());
+  const int64_t app = s.value().find_applications("lu", std::nullopt).value().at(0).id;
+  CHECK(s.value().predictions(app).value().at(0).nodes == 0);  // shown as stored
+  CHECK(s.value().export_data().value().entries.empty());
+}
+
+TEST_CASE("AVersion1StoreIsUpgradedByAWritingOpenAndKeepsItsRows") {
+  const std::string path = v1_store("v1");
+  // Looking must not write: read-only, it says what upgrades it.
+  refused_read_only(path, "store of an older schema (version 1, this pskel's is 2)");
+  CHECK(store::Store::open(path, store::Access::ReadOnly).error().what.find("pskel db export") !=
+        std::string::npos);
+  {
+    auto s = store::Store::open(path);
+    REQUIRE_MESSAGE(s.ok(), s.error().line());
+  }
+  CHECK(rows(path, "SELECT value FROM meta WHERE key='schema_version'") == "2");
+  auto opened = store::Store::open(path, store::Access::ReadOnly);
+  REQUIRE_MESSAGE(opened.ok(), opened.error().line());
+  const store::Store& s = opened.value();
+
+  const auto traces = s.traces(5).value();
+  REQUIRE(traces.size() == 1);
+  CHECK(traces[0].job_id == 11);
+  CHECK(traces[0].ntasks == 4);
+  CHECK(traces[0].nodes == 1);
+  CHECK(traces[0].partition == "batch");
+  CHECK(traces[0].state == "done");
+  CHECK(traces[0].trace_dir == "/spool/job.11");
+  CHECK(traces[0].runtime_seconds == 12.5);
+  CHECK(traces[0].updated == 200);
+
+  const auto preds = s.predictions(5).value();
+  REQUIRE(preds.size() == 2);
+  CHECK(preds[0].id == 7);
+  CHECK(preds[0].uid == 1000);
+  CHECK(preds[0].ntasks == 4);
+  CHECK(preds[0].nodes == 1);
+  CHECK(preds[0].partition == "batch");
+  CHECK(preds[0].skeleton_id == 3);
+  CHECK(preds[0].skeleton_seconds == 1.25);
+  CHECK(preds[0].scale == 10);
+  CHECK(preds[0].predicted_seconds == 12.5);
+  CHECK(preds[0].created == 400);
+  CHECK(preds[1].id == 8);
+  CHECK(preds[1].nodes == 1);
+  CHECK(preds[1].partition == "debug");
+
+  const auto outcomes = s.outcomes(5).value();
+  REQUIRE(outcomes.size() == 1);
+  CHECK(outcomes[0].prediction_id == 7);
+  CHECK(s.report(std::nullopt).value().size() == 1);
+  const auto data = s.export_data().value();
+  CHECK(data.entries.size() == 4);  // two partitions, under the name and the script
+  for (const exportfile::Entry& e : data.entries) CHECK(e.nodes == 1);
+  CHECK(data.partitions.size() == 1);
+
+  // The same tables as a new store's: the upgrade and kSchema agree.
+  const std::string fresh = filled_store("v2-shape");
+  for (const char* table : {"meta", "applications", "traces", "skeletons", "predictions", "outcomes",
+                            "partitions"}) {
+    CAPTURE(table);
+    CHECK(table_shape(path, table) == table_shape(fresh, table));
+  }
+  CHECK(table_shape(path, "predictions").ends_with("\nunique: app_id,ntasks,nodes,partition"));
+  // Foreign keys still hold after the rebuild: forgetting the application takes its rows along.
+  {
+    store::Store w = store::Store::open(path).value();
+    REQUIRE(w.forget(5).value() == 1);
+  }
+  CHECK(rows(path, "SELECT count(*) FROM predictions") == "0");
+  CHECK(rows(path, "SELECT count(*) FROM traces") == "0");
+}
+
+TEST_CASE("AnUpgradedStoreTakesPredictionsOfOtherNodeCounts") {
+  const std::string path = v1_store("v1-then-2-nodes");
+  store::Store s = store::Store::open(path).value();
+  REQUIRE(s.put_trace(trace_row(12, 5, 1000)).ok());
+  store::Prediction two = prediction(5, 1000, "batch", 40);
+  two.nodes = 2;
+  REQUIRE(s.add_predictions(12, {0, 12, "/d", "/d/s", 10}, {two}).ok());
+  const auto preds = s.predictions(5).value();
+  REQUIRE(preds.size() == 3);  // by task count, node count, partition
+  CHECK(preds[0].id == 7);      // the old 1-node prediction for batch stays
+  CHECK(preds[1].id == 8);
+  CHECK(preds[2].partition == "batch");
+  CHECK(preds[2].nodes == 2);
+  CHECK(preds[2].predicted_seconds == 40);
+}
+
+TEST_CASE("AFailedUpgradeLeavesTheVersion1StoreAsItWas") {
+  const std::string path = v1_store("v1-failed");
+  // In the way of the rebuild of predictions, after traces got its new column.
+  sql(path, "CREATE TABLE predictions_v2(x);");
+  auto s = store::Store::open(path);
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.error().file == path);
+  CHECK_MESSAGE(s.error().what.starts_with("cannot upgrade the store from schema version 1: "),
+                s.error().what);
+  CHECK(rows(path, "SELECT value FROM meta WHERE key='schema_version'") == "1");
+  CHECK(rows(path, "SELECT count(*) FROM pragma_table_info('traces') WHERE name='nodes'") == "0");
+  CHECK(rows(path, "SELECT id FROM predictions ORDER BY id") == "7\n8");
+  sql(path, "DROP TABLE predictions_v2;");
+  auto again = store::Store::open(path);
+  REQUIRE_MESSAGE(again.ok(), again.error().line());
+  CHECK(again.value().predictions(5).value().size() == 2);
+}
+
+TEST_CASE("AVersion1StoreWithoutAllItsTablesIsNotUpgraded") {
+  const std::string path = v1_store("v1-partial");
+  sql(path, "DROP TABLE outcomes;");
+  auto s = store::Store::open(path);
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.error().what == "not a pskel store (no table outcomes)");
+  CHECK(rows(path, "SELECT value FROM meta WHERE key='schema_version'") == "1");
 }

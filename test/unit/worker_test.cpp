@@ -7,6 +7,7 @@
 
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "scratch_dir.h"
 #include "util/safe_dir.h"
@@ -36,11 +37,18 @@ std::string scratch(const std::string& name) {
 void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
 // A trace directory as the tracer leaves it: meta.json and the rank files.
-void fake_trace(const std::string& dir, int ranks, bool complete = true) {
+// `hosts`: the meta.json host of each rank (none when empty); `files`: how many rank files
+// are here (all of them when -1).
+void fake_trace(const std::string& dir, int ranks, bool complete = true,
+                const std::vector<std::string>& hosts = {}, int files = -1) {
   ::mkdir(dir.c_str(), 0755);
+  std::string host_list;
+  for (const std::string& h : hosts) host_list += (host_list.empty() ? "\"" : ", \"") + h + "\"";
   write(dir + "/meta.json", "{\"complete\": " + std::string(complete ? "true" : "false") +
-                                ", \"ranks\": " + std::to_string(ranks) + ", \"mpi\": \"mpich\"}");
-  for (int r = 0; r < ranks; ++r) write(dir + "/rank." + std::to_string(r) + ".pskt", "xxxx");
+                                ", \"ranks\": " + std::to_string(ranks) + ", \"mpi\": \"mpich\"" +
+                                (hosts.empty() ? "" : ", \"hosts\": [" + host_list + "]") + "}");
+  for (int r = 0; r < (files < 0 ? ranks : files); ++r)
+    write(dir + "/rank." + std::to_string(r) + ".pskt", "xxxx");
 }
 
 }  // namespace
@@ -259,7 +267,8 @@ TEST_CASE("SamplesFilesCountAgainstMaxTraceBytes") {
 }
 
 // Issue 22: a meta.json claiming a million ranks made the worker stat a million rank files
-// per step directory; now the size comes from one pass over the files that exist.
+// per step directory; now one pass over the files that exist sizes it, and finds the ranks
+// missing (issue 17).
 TEST_CASE("AStepClaimingAMillionRanksIsSizedByTheFilesItHolds") {
   const std::string spool = scratch("spool-million");
   ::mkdir(spool.c_str(), 0755);
@@ -267,9 +276,8 @@ TEST_CASE("AStepClaimingAMillionRanksIsSizedByTheFilesItHolds") {
   fake_trace(spool + "/job.4/step.0", 2);
   write(spool + "/job.4/step.0/meta.json", R"({"complete": true, "ranks": 1000000, "mpi": "mpich"})");
   const auto t = pick_trace(spool, 4, ::geteuid(), 1 << 20);
-  REQUIRE_MESSAGE(t.ok(), t.error().line());
-  CHECK(t.value().ranks == 1000000);
-  CHECK(t.value().bytes == 8);
+  REQUIRE_FALSE(t.ok());
+  CHECK(t.error().line().find("999998 of 1000000 ranks have no trace file") != std::string::npos);
 }
 
 // Issue 22: a step directory named with a newline wrote forged lines into root's worker log.
@@ -284,4 +292,73 @@ TEST_CASE("TextWithANewlineStaysOneLineOfTheWorkerLog") {
   CHECK_FALSE(std::getline(in, second));
   CHECK(first.find("step.0\\n2026") != std::string::npos);
   CHECK(first.find("\xEF\xBF\xBD") != std::string::npos);  // the stray byte, replaced
+}
+
+// Issue 17: slurmd runs Epilog on every node of a job; only EpilogSlurmctld (once per job) queues.
+TEST_CASE("OnlyTheControllerEpilogQueuesAJob") {
+  Env env = base_env();
+  CHECK(epilog_context(env) == EpilogContext::Controller);  // by hand, or slurmctld without it
+  env["SLURM_SCRIPT_CONTEXT"] = "epilog_slurmctld";
+  CHECK(epilog_context(env) == EpilogContext::Controller);
+  env["SLURM_SCRIPT_CONTEXT"] = "epilog_slurmd";
+  CHECK(epilog_context(env) == EpilogContext::Node);
+}
+
+TEST_CASE("TheControllerEpilogHasNodesButNoTaskCount") {
+  Env env = base_env();
+  env.erase("SLURM_JOB_NTASKS");
+  env["SLURM_JOB_NUM_NODES"] = "2";
+  env["SPANK_PSKEL_PREDICT"] = "1";
+  const Ticket t = *ticket_from_env(env).value();
+  CHECK(t.ntasks == 0);  // the worker asks scontrol
+  CHECK(t.nodes == 2);
+  const auto back = parse_ticket(format_ticket(t), "q");
+  REQUIRE(back.ok());
+  CHECK(back.value().nodes == 2);
+  // A ticket an older pskel queued has no Nodes line: one node.
+  auto old = parse_ticket("JobId=5\nUid=1\nGid=1\nNtasks=2\nPredictionId=0\nPredictedSeconds=0\n"
+                          "LimitMinutes=0\nAttempts=0\n", "q");
+  REQUIRE(old.ok());
+  CHECK(old.value().nodes == 1);
+  std::string zero_nodes = format_ticket(t);
+  zero_nodes.replace(zero_nodes.find("Nodes=2"), 7, "Nodes=0");
+  CHECK_FALSE(parse_ticket(zero_nodes, "q").ok());
+  const auto end = parse_job("JobId=5 JobState=COMPLETED RunTime=00:00:07 NumNodes=2 NumCPUs=4 NumTasks=4");
+  REQUIRE(end);
+  CHECK(end->ntasks == 4);
+  CHECK(end->nodes == 2);
+}
+
+TEST_CASE("TheTracedLayoutComesFromMetaHosts") {
+  const std::string spool = scratch("spool-hosts");
+  ::mkdir(spool.c_str(), 0755);
+  ::mkdir((spool + "/job.9").c_str(), 0700);
+  fake_trace(spool + "/job.9/step.0", 4, true, {"node1", "node1", "node2", "node2"});
+  auto t = pick_trace(spool, 9, ::geteuid(), 1 << 20);
+  REQUIRE_MESSAGE(t.ok(), t.error().line());
+  CHECK(t.value().hosts == 2);
+  CHECK(t.value().ranks_per_host == 2);
+  ::mkdir((spool + "/job.10").c_str(), 0700);
+  fake_trace(spool + "/job.10/step.0", 3, true, {"node1", "node1", "node2"});
+  CHECK(pick_trace(spool, 10, ::geteuid(), 1 << 20).value().ranks_per_host == 0);  // uneven
+  ::mkdir((spool + "/job.11").c_str(), 0700);
+  fake_trace(spool + "/job.11/step.0", 2);
+  CHECK(pick_trace(spool, 11, ::geteuid(), 1 << 20).value().hosts == 1);  // no hosts: one
+}
+
+// A node-local spool: rank 0's node wrote meta.json, the other node's ranks are elsewhere.
+TEST_CASE("MissingRanksAreNamedWithTheirHosts") {
+  const std::string spool = scratch("spool-missing");
+  ::mkdir(spool.c_str(), 0755);
+  ::mkdir((spool + "/job.12").c_str(), 0700);
+  fake_trace(spool + "/job.12/step.0", 4, true, {"node1", "node1", "node2", "node2"}, 2);
+  auto t = pick_trace(spool, 12, ::geteuid(), 1 << 20);
+  REQUIRE_FALSE(t.ok());
+  CHECK(t.error().line().find("2 of 4 ranks") != std::string::npos);
+  CHECK(t.error().line().find("ranks 2-3 on node2") != std::string::npos);
+  CHECK(t.error().line().find("SpoolDir") != std::string::npos);
+  // No job directory at all where the worker looks.
+  auto none = pick_trace(spool, 13, ::geteuid(), 1 << 20);
+  REQUIRE_FALSE(none.ok());
+  CHECK(none.error().line().find("shared") != std::string::npos);
 }

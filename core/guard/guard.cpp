@@ -1,13 +1,18 @@
 #include "guard/guard.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <ctime>
+#include <map>
 #include <thread>
+#include <utility>
 
 #include "guard/extend.h"
 #include "guard/heartbeat.h"
 #include "guard/slurm_jobs.h"
 #include "store/store.h"
+#include "util/safe_dir.h"
 #include "worker/worker.h"
 
 namespace pskel::guard {
@@ -53,13 +58,21 @@ RoundResult run_round(const config::Config& conf) {
     const std::string comment = job.admin_comment + "; " + extension_comment(*e);
     const std::string name = "guard: job " + std::to_string(job.job_id);
     if (auto r = update_job(job.job_id, e->to_minutes, comment); !r) {
-      log.line(name + ": " + r.error().what);
+      // Said once per job and error: a guard without the right to update jobs must not write
+      // a line per job every interval.
+      static std::map<uint32_t, std::string> said;
+      if (said.size() > 10000) said.clear();
+      if (std::exchange(said[job.job_id], r.error().what) != r.error().what)
+        log.line(name + ": " + r.error().what + " (the job keeps its limit)");
       continue;
     }
     ++result.extended;
     log.line(name + ": " + extension_comment(*e));
     record(conf, log, job.job_id, *e);
   }
+  // StateDir as the epilog makes it (root's, not writable by others), if no job made it yet.
+  if (auto state = ensure_private_root(conf.state_dir, ::geteuid()); !state)
+    log.line("guard: state dir: " + state.error().line());
   if (auto h = write_heartbeat(conf.heartbeat_file, conf.guard_interval); !h)
     log.line("guard: heartbeat: " + h.error().line());
   return result;

@@ -87,6 +87,18 @@ std::string inherited_tracer(std::string_view ld_preload) {
   return found;
 }
 
+bool keeps_inherited_trace_dir(std::string_view program, std::string_view inherited_dir,
+                               std::string_view job_dir) {
+  const size_t slash = program.rfind('/');
+  const std::string_view name = slash == std::string_view::npos ? program : program.substr(slash + 1);
+  if (name != "orted" || !inherited_dir.starts_with(job_dir) ||
+      inherited_dir.size() <= job_dir.size() + 1 || inherited_dir[job_dir.size()] != '/')
+    return false;
+  const std::string_view step = inherited_dir.substr(job_dir.size() + 1);
+  return step.find('/') == std::string_view::npos && step.find("step.") != std::string_view::npos &&
+         step != "." && step != "..";
+}
+
 std::string job_dir_name(uint32_t job_id) { return "job." + std::to_string(job_id); }
 
 std::string step_dir_name(uint32_t step_id, uint32_t restart_count) {

@@ -40,6 +40,13 @@ std::string with_tracer(std::string_view ld_preload, const std::string& tracer);
 // script inherits the batch step's choice).
 std::string inherited_tracer(std::string_view ld_preload);
 
+// Open MPI's mpiexec starts its daemons on the other nodes as a Slurm step (`srun ... orted`),
+// and the ranks they fork take the daemon's environment: those ranks belong to the trace of the
+// step mpiexec runs in, like the ranks it starts on its own node. True when `program` is that
+// daemon and `inherited_dir` (its PSKEL_TRACE_DIR) is a step directory of this job (`job_dir`).
+bool keeps_inherited_trace_dir(std::string_view program, std::string_view inherited_dir,
+                               std::string_view job_dir);
+
 // Names inside the spool directory: "job.<id>" per job, "step.<id>" per step inside it
 // ("step.batch" for the batch script, "step.extern", "step.interactive"). A job Slurm requeued
 // (SLURM_RESTART_COUNT=R > 0) runs again under the same id: its steps are "run<R>.step.<id>",

@@ -136,8 +136,14 @@ int stepd_task_init(spank_t sp) {
   }
   uint64_t restarts = 0;
   if (!config::parse_u64(getenv_job(sp, "SLURM_RESTART_COUNT"), &restarts) || restarts > 0xffff) restarts = 0;
-  const std::string dir = g_conf->spool_dir + "/" + job_dir_name(job_id) + "/" +
-                          step_dir_name(step_id, static_cast<uint32_t>(restarts));
+  const std::string job_dir = g_conf->spool_dir + "/" + job_dir_name(job_id);
+  std::string dir = job_dir + "/" + step_dir_name(step_id, static_cast<uint32_t>(restarts));
+  int argc = 0;
+  char** argv = nullptr;
+  const std::string inherited = getenv_job(sp, "PSKEL_TRACE_DIR");
+  if (spank_get_item(sp, S_JOB_ARGV, &argc, &argv) == ESPANK_SUCCESS && argc >= 1 && argv[0] &&
+      keeps_inherited_trace_dir(argv[0], inherited, job_dir))
+    dir = inherited;
   // The directory first: a tracer without it would write into the working directory.
   if (spank_setenv(sp, "PSKEL_TRACE_DIR", dir.c_str(), 1) != ESPANK_SUCCESS ||
       spank_setenv(sp, "LD_PRELOAD", with_tracer(preload, tracer).c_str(), 1) != ESPANK_SUCCESS)

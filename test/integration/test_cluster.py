@@ -95,6 +95,8 @@ class VirtualCluster(unittest.TestCase):
         shutil.copy(APPS / "ring.mpich", cls.ring)
         cls.ring_f = cls.dir / "shared" / "ring-f.mpich"
         shutil.copy(APPS / "ring-f.mpich", cls.ring_f)
+        cls.ring_openmpi = cls.dir / "shared" / "ring.openmpi"
+        shutil.copy(APPS / "ring.openmpi", cls.ring_openmpi)
         cls.worker_log = cls.dir / "state" / "pskel" / "worker.log"
         status = cluster("status", directory=cls.dir).stdout
         cls.veths = re.search(r"veths (\S+)\.\.(\S+)", status).groups()
@@ -248,6 +250,13 @@ class VirtualCluster(unittest.TestCase):
 
     def test_pipeline_once_per_job_fortran_mpiexec(self):
         self.check_pipeline_once("ring-f-mpiexec", f"mpiexec.mpich -n 4 {self.ring_f} -i 600")
+
+    def test_pipeline_once_per_job_openmpi_mpiexec(self):
+        """Open MPI's mpiexec starts its daemons on the other node with srun: their ranks are
+        traced into the batch step's directory with the ranks mpiexec starts itself."""
+        self.check_pipeline_once("ring-openmpi", "export OMPI_ALLOW_RUN_AS_ROOT=1 "
+                                 "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1\n"
+                                 f"mpiexec.openmpi -n 4 {self.ring_openmpi} -i 600")
 
     def test_node_down_requeues_and_the_job_is_predicted_once_from_its_complete_run(self):
         """A node of a traced job goes DOWN: Slurm requeues the job (same id). The first run's

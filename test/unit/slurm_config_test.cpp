@@ -133,6 +133,16 @@ TEST_CASE("StepDirectoriesHaveReadableNames") {
   CHECK(spank::step_dir_name(0xfffffffa) == "step.interactive");
   CHECK(spank::step_dir_name(0, 2) == "run2.step.0");  // the third run of a requeued job
   CHECK(spank::step_dir_name(0xfffffffb, 1) == "run1.step.batch");
+  // Open MPI's daemons on the other nodes keep the trace directory of mpiexec's step.
+  const std::string job = "/spool/job.7";
+  CHECK(spank::keeps_inherited_trace_dir("/usr/bin/orted", job + "/step.batch", job));
+  CHECK(spank::keeps_inherited_trace_dir("orted", job + "/run1.step.0", job));
+  CHECK_FALSE(spank::keeps_inherited_trace_dir("/usr/bin/orted", "/spool/job.8/step.batch", job));
+  CHECK_FALSE(spank::keeps_inherited_trace_dir("/usr/bin/orted", job + "/step.batch/x", job));
+  CHECK_FALSE(spank::keeps_inherited_trace_dir("/usr/bin/orted", job + "/..", job));
+  CHECK_FALSE(spank::keeps_inherited_trace_dir("/usr/bin/orted", job + "x/step.0", job));
+  CHECK_FALSE(spank::keeps_inherited_trace_dir("/usr/bin/orted", "", job));
+  CHECK_FALSE(spank::keeps_inherited_trace_dir("./ring", job + "/step.batch", job));  // a program's own step
 }
 
 TEST_CASE("ApplicationNamesAreRestricted") {

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <ctime>
 #include <map>
 #include <thread>
@@ -71,17 +72,23 @@ RoundResult run_round(const config::Config& conf) {
     record(conf, log, job.job_id, *e);
   }
   // StateDir as the epilog makes it (root's, not writable by others), if no job made it yet.
+  // A failure is said once, not at every look, until it changes.
+  static std::string heartbeat_error;
+  std::string error;
   if (auto state = ensure_private_root(conf.state_dir, ::geteuid()); !state)
-    log.line("guard: state dir: " + state.error().line());
-  if (auto h = write_heartbeat(conf.heartbeat_file, conf.guard_interval); !h)
-    log.line("guard: heartbeat: " + h.error().line());
+    error = "guard: state dir: " + state.error().line();
+  else if (auto h = write_heartbeat(conf.heartbeat_file, conf.guard_interval); !h)
+    error = "guard: heartbeat: " + h.error().line() + " (job_submit will take the guard for down)";
+  if (!error.empty() && error != heartbeat_error) log.line(error);
+  heartbeat_error = error;
   return result;
 }
 
 void run(const config::Config& conf, const std::atomic<bool>& stop) {
   const worker::Log log(conf.log_file);
-  log.line("guard: started (every " + std::to_string(conf.guard_interval) + " s, step " +
-           std::to_string(conf.guard_step) + ", extending " +
+  char step[32];
+  std::snprintf(step, sizeof step, "%g", conf.guard_step);
+  log.line("guard: started (every " + std::to_string(conf.guard_interval) + " s, step " + step + ", extending " +
            std::to_string(lead_seconds({conf.guard_interval, conf.guard_step})) +
            " s before a pskel limit)");
   bool reached = true;

@@ -176,8 +176,7 @@ int submit(job_desc_msg_t* job, char** err_msg) {
   set_job_env(job, kLimitedName,
               std::to_string(pred->prediction_id) + ":" + predicted + ":" + std::to_string(d.limit));
   // The layout of the prediction used; for a job without one node count, the longest of them.
-  std::string layout = std::to_string(ntasks) + " tasks on " + std::to_string(pred->nodes) +
-                       (pred->nodes == 1 ? " node" : " nodes");
+  std::string layout = exportfile::layout_text(ntasks, pred->nodes);
   if (nodes == kAnyNodes) layout += " (no single node count requested: the longest)";
   // The guard reads the first part back: the limit, and the one the job had without pskel.
   const std::string comment =

@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "util/spool_names.h"
 #include "util/text.h"
 
 namespace pskel::spank {
@@ -99,15 +100,13 @@ bool keeps_inherited_trace_dir(std::string_view program, std::string_view inheri
          step != "." && step != "..";
 }
 
-std::string job_dir_name(uint32_t job_id) { return "job." + std::to_string(job_id); }
-
 std::string step_dir_name(uint32_t step_id, uint32_t restart_count) {
-  const std::string run = restart_count ? "run" + std::to_string(restart_count) + "." : "";
+  const std::string prefix = step_dir_prefix(restart_count);
   switch (step_id) {
-    case kBatchStep: return run + "step.batch";
-    case kExternStep: return run + "step.extern";
-    case kInteractiveStep: return run + "step.interactive";
-    default: return run + "step." + std::to_string(step_id);
+    case kBatchStep: return prefix + "batch";
+    case kExternStep: return prefix + "extern";
+    case kInteractiveStep: return prefix + "interactive";
+    default: return prefix + std::to_string(step_id);
   }
 }
 

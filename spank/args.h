@@ -47,11 +47,8 @@ std::string inherited_tracer(std::string_view ld_preload);
 bool keeps_inherited_trace_dir(std::string_view program, std::string_view inherited_dir,
                                std::string_view job_dir);
 
-// Names inside the spool directory: "job.<id>" per job, "step.<id>" per step inside it
-// ("step.batch" for the batch script, "step.extern", "step.interactive"). A job Slurm requeued
-// (SLURM_RESTART_COUNT=R > 0) runs again under the same id: its steps are "run<R>.step.<id>",
-// so that the partial trace of an earlier run never mixes with a later run's.
-std::string job_dir_name(uint32_t job_id);
+// The step's directory inside its job's (util/spool_names.h): "step.<id>", "step.batch" for the
+// batch script, "step.extern", "step.interactive"; "run<R>.step.<id>" for run R of a requeued job.
 std::string step_dir_name(uint32_t step_id, uint32_t restart_count = 0);
 
 }  // namespace pskel::spank

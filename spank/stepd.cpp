@@ -18,6 +18,7 @@
 #include "args.h"
 #include "plugin.h"
 #include "util/safe_dir.h"
+#include "util/spool_names.h"
 
 namespace pskel::spank {
 namespace {
@@ -79,9 +80,7 @@ int stepd_init(spank_t, const std::vector<std::string>& args) {
     log_error("plugstack.conf: " + parsed.error().what + ": nothing will be traced");
     return ESPANK_SUCCESS;
   }
-  const std::string path =
-      parsed.value().conf.empty() ? config::default_config_path() : parsed.value().conf;
-  auto conf = config::load_config(path, /*missing_ok=*/parsed.value().conf.empty());
+  auto conf = config::load_given_config(parsed.value().conf);
   if (!conf) {
     log_error("config: " + conf.error().line() + ": nothing will be traced");
     return ESPANK_SUCCESS;

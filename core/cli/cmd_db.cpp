@@ -13,6 +13,7 @@
 
 #include "commands.h"
 #include "config/config.h"
+#include "export/export.h"
 #include "guard/heartbeat.h"
 #include "store/store.h"
 #include "util/json_text.h"
@@ -43,8 +44,7 @@ struct Opened {
 };
 
 Result<Opened> open_store(const DbOptions& o, store::Access access) {
-  const std::string path = o.conf.empty() ? config::default_config_path() : o.conf;
-  auto conf = config::load_config(path, o.conf.empty());
+  auto conf = config::load_given_config(o.conf);
   if (!conf) return conf.error();
   if (!o.db.empty()) conf.value().database = o.db;
   std::optional<uint32_t> uid;
@@ -64,11 +64,6 @@ Result<Opened> open_store(const DbOptions& o, store::Access access) {
 }
 
 std::string seconds(double s) { return s < 0 ? "-" : fmt::format("{:.1f}", s); }
-
-// "4 tasks on 2 nodes": a prediction holds for that layout only.
-std::string layout(uint32_t ntasks, uint32_t nodes) {
-  return fmt::format("{} tasks on {} {}", ntasks, nodes, nodes == 1 ? "node" : "nodes");
-}
 
 // Stored text may hold a newline, a terminal escape or invalid UTF-8 (users chose it): on the
 // terminal it is one line, escaped.
@@ -160,11 +155,11 @@ int show(const DbOptions& o, const std::string& app) {
     fmt::print("application {} (id {}) of {} (uid {})\n", shown(a.key), a.id, shown(a.user), a.uid);
     for (const auto& t : traces.value())
       fmt::print("  trace    job {:<8} {:<20} {:<10} {:<8} {}{}  run time {} s\n", t.job_id,
-                 layout(t.ntasks, t.nodes) + ",", shown(t.partition), shown(t.state), shown(t.step),
+                 exportfile::layout_text(t.ntasks, t.nodes) + ",", shown(t.partition), shown(t.state), shown(t.step),
                  t.message.empty() ? "" : ": " + shown(t.message, 400), seconds(t.runtime_seconds));
     for (const auto& p : predictions.value())
       fmt::print("  predict  #{:<7} {:<20} {:<10} {} s (skeleton {} s x {})\n", p.id,
-                 layout(p.ntasks, p.nodes) + ",", shown(p.partition), seconds(p.predicted_seconds),
+                 exportfile::layout_text(p.ntasks, p.nodes) + ",", shown(p.partition), seconds(p.predicted_seconds),
                  seconds(p.skeleton_seconds), p.scale);
     for (const auto& c : outcomes.value())
       fmt::print("  outcome  job {:<8} predicted {} s, limit {} min, actual {} s, {}\n", c.job_id,

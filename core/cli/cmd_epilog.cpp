@@ -25,8 +25,7 @@ Subcommand add_epilog_command(CLI::App& app) {
   cmd->add_flag("--foreground", opt->foreground,
                 "Process the queue in this process instead of a detached worker (administration)");
   return {cmd, [opt]() {
-    const std::string path = opt->conf.empty() ? config::default_config_path() : opt->conf;
-    auto conf = config::load_config(path, /*missing_ok=*/opt->conf.empty());
+    auto conf = config::load_given_config(opt->conf);
     if (!conf) {
       fmt::print(stderr, "pskel: {}\n", conf.error().line());
       return 0;

@@ -36,8 +36,7 @@ Subcommand add_guard_command(CLI::App& app) {
     (void)opt;
     return fail("guard: this pskel was built without libslurm (install libslurm-dev and rebuild)");
 #else
-    const std::string path = opt->conf.empty() ? config::default_config_path() : opt->conf;
-    auto conf = config::load_config(path, /*missing_ok=*/opt->conf.empty());
+    auto conf = config::load_given_config(opt->conf);
     if (!conf) return fail(conf.error().line());
     if (opt->once) {
       const guard::RoundResult r = guard::run_round(conf.value());

@@ -243,6 +243,10 @@ Result<Config> parse_config(std::string_view text, const std::string& origin, Co
   return c;
 }
 
+Result<Config> load_given_config(const std::string& given) {
+  return given.empty() ? load_config(default_config_path(), /*missing_ok=*/true) : load_config(given);
+}
+
 Result<Config> load_config(const std::string& path, bool missing_ok) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {

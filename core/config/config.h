@@ -70,6 +70,10 @@ Result<Config> load_config(const std::string& path, bool missing_ok = false);
 // (<sysconfdir>/pskel.conf).
 std::string default_config_path();
 
+// The configuration a command or plugin was pointed at: `given` (a --conf option, a plugstack
+// conf= argument), which must exist; when empty, default_config_path(), the defaults if missing.
+Result<Config> load_given_config(const std::string& given);
+
 // Splits a line of `Key=Value` pairs (quotes allowed around values) into pairs; "" keys never
 // occur. Error on a pair without '=' or an unterminated quote. Shared with the plugstack parser.
 struct Pair {

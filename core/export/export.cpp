@@ -127,6 +127,10 @@ bool valid_predicted_seconds(double seconds) {
   return seconds >= 0 && seconds <= kMaxPredictedSeconds;  // false for nan
 }
 
+std::string layout_text(uint32_t ntasks, uint32_t nodes) {
+  return std::to_string(ntasks) + " tasks on " + std::to_string(nodes) + (nodes == 1 ? " node" : " nodes");
+}
+
 bool valid_entry(const Entry& e) {
   return valid_word(e.partition) && valid_word(e.app) && e.ntasks > 0 && e.nodes > 0 &&
          valid_predicted_seconds(e.predicted_seconds);

@@ -60,6 +60,10 @@ struct Data {
 // A word that may appear in a record: 1-128 bytes, printable ASCII without blanks.
 bool valid_word(std::string_view word);
 
+// "4 tasks on 2 nodes": the layout a prediction is keyed by, as the log, AdminComment and
+// `pskel db show` say it.
+std::string layout_text(uint32_t ntasks, uint32_t nodes);
+
 // An entry parse() would accept: valid words, ntasks >= 1, nodes >= 1, valid_predicted_seconds.
 bool valid_entry(const Entry& entry);
 

@@ -752,18 +752,21 @@ Result<exportfile::Data> Store::export_data() const {
   if (!parts.ok()) return parts.error();
   // An application whose job needed the guard has outgrown the margin: its predictions go out
   // multiplied by the worst actual/predicted ratio among its extended jobs (docs/guard.md).
-  static constexpr const char* kWorst =
-      "MAX(1.0, IFNULL((SELECT MAX(o.actual_seconds / o.predicted_seconds) FROM outcomes o "
-      "WHERE o.app_id=p.app_id AND o.predicted_seconds > 0 AND o.actual_seconds > 0 AND "
-      "EXISTS (SELECT 1 FROM extensions e WHERE e.job_id=o.job_id)), 1.0))";
-  const std::string sql =
-      std::string("SELECT p.uid, p.ntasks, p.nodes, p.partition, p.predicted_seconds, p.id, a.key, ") +
-      kWorst + " FROM predictions p JOIN applications a ON a.id=p.app_id AND a.uid=p.uid "
-      "UNION ALL "
-      "SELECT p.uid, p.ntasks, p.nodes, p.partition, p.predicted_seconds, p.id, a.script_key, " + kWorst +
-      " FROM predictions p JOIN applications a ON a.id=p.app_id AND a.uid=p.uid "
-      "WHERE a.script_key <> '' AND a.script_key <> a.key ORDER BY 6";
-  Stmt s(db_, sql.c_str());
+  // Each prediction goes out under its application's key and, for a --predict name, under its
+  // script's key as well (the alias).
+  Stmt s(db_,
+         "WITH worst(app_id, factor) AS ("
+         "  SELECT o.app_id, MAX(o.actual_seconds / o.predicted_seconds) FROM outcomes o"
+         "  WHERE o.predicted_seconds > 0 AND o.actual_seconds > 0 AND"
+         "    EXISTS (SELECT 1 FROM extensions e WHERE e.job_id=o.job_id) GROUP BY o.app_id),"
+         " keys(app_id, uid, key, alias) AS ("
+         "  SELECT id, uid, key, 0 FROM applications"
+         "  UNION ALL"
+         "  SELECT id, uid, script_key, 1 FROM applications WHERE script_key <> '' AND script_key <> key)"
+         " SELECT p.uid, p.ntasks, p.nodes, p.partition, p.predicted_seconds, p.id, k.key,"
+         "   MAX(1.0, IFNULL(w.factor, 1.0))"
+         " FROM predictions p JOIN keys k ON k.app_id=p.app_id AND k.uid=p.uid"
+         " LEFT JOIN worst w ON w.app_id=p.app_id ORDER BY p.id, k.alias");
   while (s.next()) {
     // The factor is read apart, after the prediction's own type check: SQLite would turn a
     // damaged (text) prediction times a number into a number.

@@ -65,10 +65,13 @@ std::optional<JobEnd> parse_job(std::string_view record) {
   if (end.state.empty()) return std::nullopt;
   if (const auto run = parse_duration(field(record, "RunTime")))
     end.runtime_seconds = static_cast<double>(*run);
-  uint64_t n = 0;
-  if (config::parse_u64(field(record, "NumTasks"), &n) && n <= 0xffffffffu) end.ntasks = static_cast<uint32_t>(n);
-  if (config::parse_u64(field(record, "NumNodes"), &n) && n <= 0xffffffffu) end.nodes = static_cast<uint32_t>(n);
-  if (config::parse_u64(field(record, "Restarts"), &n) && n <= 0xffffffffu) end.restarts = static_cast<uint32_t>(n);
+  const auto count = [&](std::string_view key, uint32_t* out) {
+    uint64_t n = 0;
+    if (config::parse_u64(field(record, key), &n) && n <= 0xffffffffu) *out = static_cast<uint32_t>(n);
+  };
+  count("NumTasks", &end.ntasks);
+  count("NumNodes", &end.nodes);
+  count("Restarts", &end.restarts);
   return end;
 }
 

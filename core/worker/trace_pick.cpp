@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "util/spool_names.h"
 #include "util/text.h"
 
 namespace pskel::worker {
@@ -127,11 +128,11 @@ Result<std::string> read_owned_file(int dir_fd, const std::string& dir_path,
 
 Result<TraceChoice> pick_trace(const std::string& spool_dir, uint32_t job_id, uid_t uid,
                                uint64_t max_bytes, uint32_t restarts) {
-  const std::string step_prefix = (restarts ? "run" + std::to_string(restarts) + "." : "") + "step.";
+  const std::string step_prefix = step_dir_prefix(restarts);
   TraceChoice choice;
   UniqueFd spool(::open(spool_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (spool.get() < 0) return Error{spool_dir, std::strerror(errno)};
-  const std::string job_name = "job." + std::to_string(job_id);
+  const std::string job_name = job_dir_name(job_id);
   struct stat job_st;
   if (::fstatat(spool.get(), job_name.c_str(), &job_st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT)
     return Error{spool_dir + "/" + job_name,

@@ -18,9 +18,11 @@
 #include <thread>
 
 #include "child/child.h"
+#include "export/export.h"
 #include "store/store.h"
 #include "util/json_text.h"
 #include "util/safe_dir.h"
+#include "util/spool_names.h"
 #include "util/text.h"
 #include "worker/slurm_text.h"
 #include "worker/trace_pick.h"
@@ -279,7 +281,7 @@ void Worker::run_pipeline(const Ticket& t, int64_t app_id, const std::optional<J
     log_.line(job + ": store: " + r.error().line());
     return;
   }
-  log_.line(job + ": trace: looking in " + conf_.spool_dir + "/job." + std::to_string(t.job_id));
+  log_.line(job + ": trace: looking in " + conf_.spool_dir + "/" + job_dir_name(t.job_id));
   auto trace = pick_trace(conf_.spool_dir, t.job_id, t.uid, conf_.max_trace_bytes, t.restarts);
   if (!trace)
     return fail(t, "trace", trace.error().line() + (end && end->state != "COMPLETED"
@@ -349,9 +351,8 @@ void Worker::handle(const Ticket& queued) {
   if (end && end->ntasks > 0 && t.ntasks == 0) t.ntasks = end->ntasks;
   if (end && end->nodes > 0) t.nodes = end->nodes;
   if (t.ntasks == 0) t.ntasks = 1;
-  log_.line(job + ": start (user " + t.user + ", app " + t.app_key + ", " + std::to_string(t.ntasks) +
-            " tasks on " + std::to_string(t.nodes) + (t.nodes == 1 ? " node" : " nodes") +
-            ", partition " + t.partition + (t.traced ? ", traced" : "") +
+  log_.line(job + ": start (user " + t.user + ", app " + t.app_key + ", " +
+            exportfile::layout_text(t.ntasks, t.nodes) + ", partition " + t.partition + (t.traced ? ", traced" : "") +
             (t.limited ? ", limit set by pskel" : "") + ")");
   if (t.limited) record_outcome(t, end);
   if (!t.traced) return;
@@ -387,36 +388,47 @@ struct Claimed {
   Ticket ticket;
 };
 
-// Claims one queued ticket (flock), counting the attempt in the file; nullopt when none is left.
-std::optional<Claimed> claim(int queue_fd, const std::string& queue_path, const Log& log) {
+// Calls take(name, fd) for each queued ticket no worker holds, with its lock (flock) taken on
+// fd (the lock goes with fd), until take returns true; returns whether one did.
+template <class Take>
+bool each_unclaimed_ticket(int queue_fd, Take take) {
   DIR* d = ::fdopendir(::dup(queue_fd));
-  if (!d) return std::nullopt;
-  std::optional<Claimed> claimed;
+  if (!d) return false;
+  bool taken = false;
   while (const dirent* e = ::readdir(d)) {
     const std::string name = e->d_name;
     if (!name.ends_with(".job")) continue;
     UniqueFd fd(::openat(queue_fd, name.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC));
     if (fd.get() < 0 || ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) continue;
+    if ((taken = take(name, fd))) break;
+  }
+  ::closedir(d);
+  return taken;
+}
+
+// Claims one queued ticket, counting the attempt in the file; nullopt when none is left.
+std::optional<Claimed> claim(int queue_fd, const std::string& queue_path, const Log& log) {
+  std::optional<Claimed> claimed;
+  each_unclaimed_ticket(queue_fd, [&](const std::string& name, UniqueFd& fd) {
     struct stat st;
-    if (::fstat(fd.get(), &st) != 0 || st.st_nlink == 0 || st.st_size > 65536) continue;
+    if (::fstat(fd.get(), &st) != 0 || st.st_nlink == 0 || st.st_size > 65536) return false;
     std::string text(static_cast<size_t>(st.st_size), '\0');
-    if (::pread(fd.get(), text.data(), text.size(), 0) != st.st_size) continue;
+    if (::pread(fd.get(), text.data(), text.size(), 0) != st.st_size) return false;
     auto ticket = parse_ticket(text, queue_path + "/" + name);
     if (!ticket) {
       log.line("queue: " + ticket.error().line() + ": dropped");
       ::unlinkat(queue_fd, name.c_str(), 0);
-      continue;
+      return false;
     }
     ticket.value().attempts += 1;
     const std::string updated = format_ticket(ticket.value());
     if (::ftruncate(fd.get(), 0) != 0 ||
         ::pwrite(fd.get(), updated.data(), updated.size(), 0) != static_cast<ssize_t>(updated.size()))
-      continue;
+      return false;
     ::fsync(fd.get());
     claimed = Claimed{std::move(fd), queue_path + "/" + name, std::move(ticket).value()};
-    break;
-  }
-  ::closedir(d);
+    return true;
+  });
   return claimed;
 }
 
@@ -560,41 +572,26 @@ void start_worker(const config::Config& conf) {
 }
 
 bool has_unclaimed_ticket(const config::Config& conf) {
-  const std::string queue_path = conf.state_dir + "/" + kQueueDir;
-  UniqueFd queue(::open(queue_path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (queue.get() < 0) return false;
-  DIR* d = ::fdopendir(::dup(queue.get()));
-  if (!d) return false;
-  bool unclaimed = false;
-  while (const dirent* e = ::readdir(d)) {
-    if (!std::string_view(e->d_name).ends_with(".job")) continue;
-    UniqueFd fd(::openat(queue.get(), e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-    if (fd.get() >= 0 && ::flock(fd.get(), LOCK_EX | LOCK_NB) == 0) {
-      unclaimed = true;  // the lock goes with the descriptor
-      break;
-    }
-  }
-  ::closedir(d);
-  return unclaimed;
+  auto queue = open_queue(conf);
+  return queue && each_unclaimed_ticket(queue.value().get(), [](const std::string&, UniqueFd&) { return true; });
 }
 
 void work(const config::Config& conf) {
   const Log log(conf.log_file);
-  auto state = ensure_private_root(conf.state_dir, ::geteuid());
-  if (!state) return log.line("worker: state dir: " + state.error().line());
+  auto opened = open_queue(conf);
+  if (!opened) return log.line("worker: " + opened.error().line());
+  const int queue = opened.value().get();
   const std::string queue_path = conf.state_dir + "/" + kQueueDir;
-  UniqueFd queue(::openat(state.value().get(), kQueueDir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (queue.get() < 0) return log.line("worker: " + queue_path + ": " + std::strerror(errno));
   auto store = store::Store::open(conf.database);
   if (!store) return log.line("worker: store: " + store.error().line());
   Worker worker(conf, store.value(), log);
-  while (auto claimed = claim(queue.get(), queue_path, log)) {
+  while (auto claimed = claim(queue, queue_path, log)) {
     try {
       worker.handle(claimed->ticket);
     } catch (const std::exception& e) {
       log.line("job " + std::to_string(claimed->ticket.job_id) + ": worker: " + e.what());
     }
-    ::unlinkat(queue.get(), claimed->path.substr(queue_path.size() + 1).c_str(), 0);
+    ::unlinkat(queue, claimed->path.substr(queue_path.size() + 1).c_str(), 0);
   }
 }
 

@@ -258,3 +258,23 @@ class LocalSlurm:
                 return f
             time.sleep(0.3)
         raise RuntimeError(f"job {job_id} did not finish: {self.job(job_id)}\n{self.logs()}")
+
+
+def start_pskel_guard(slurm, pskel, conf, heartbeat):
+    """`pskel guard` beside `slurm`, as etc/pskel-guard.service runs it on a controller. Returns
+    its process once it has looked at the jobs (its `heartbeat` file is there) and
+    job_submit_pskel.so's loader thread, which looks every 2 s, has seen that: from then on the
+    plugin sets limits (GuardRequired=yes)."""
+    heartbeat = pathlib.Path(heartbeat)
+    heartbeat.unlink(missing_ok=True)
+    guard = subprocess.Popen([str(pskel), "guard", "--conf", str(conf)], env=slurm.env(),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    end = time.time() + 30
+    while not heartbeat.exists() and time.time() < end:
+        time.sleep(0.2)
+    if not heartbeat.exists():
+        guard.kill()
+        guard.wait()
+        raise RuntimeError(f"pskel guard wrote no heartbeat ({heartbeat}) within 30 s")
+    time.sleep(2.5)
+    return guard

@@ -12,6 +12,7 @@ network, UTS and mount namespace on this machine. What it shows:
     its resubmission gets TimeLimit and AdminComment from the prediction for 4 tasks on 2 nodes.
 Skipped, with the reason, where network namespaces cannot be made (not root, a container
 without CAP_SYS_ADMIN)."""
+import collections
 import json
 import os
 import pathlib
@@ -33,6 +34,9 @@ CLUSTER = REPO / "scripts" / "cluster"
 # MPICH 4.0.2 over UCX/TCP can hang in MPI_Finalize across nodes (docs/cluster.md): a job that
 # has not ended by then has hung, a failure of this test.
 JOB_SECONDS = 120
+
+
+Submitted = collections.namedtuple("Submitted", "job out stderr")
 
 
 def why_no_namespaces():
@@ -113,12 +117,14 @@ class VirtualCluster(unittest.TestCase):
                               env=self.env, timeout=kw.pop("timeout", 60), **kw)
 
     def submit(self, script, *args):
+        """sbatch of the text `script` (a file of its own on the shared file system: the same
+        text is the same application key) with `args`: (job id, output file, what sbatch said)."""
         path = self.dir / "shared" / f"job{time.monotonic_ns()}.sh"
         path.write_text(script)
         r = self.slurm("sbatch", "--parsable", "-D", self.dir / "shared", "-o", f"{path}.out",
                        *args, path)
         self.assertEqual(r.returncode, 0, r.stderr)
-        return int(r.stdout.strip().split(";")[0]), pathlib.Path(f"{path}.out")
+        return Submitted(int(r.stdout.strip().split(";")[0]), pathlib.Path(f"{path}.out"), r.stderr)
 
     def wait(self, job, seconds=JOB_SECONDS):
         end = time.time() + seconds
@@ -132,7 +138,7 @@ class VirtualCluster(unittest.TestCase):
 
     def test_traced_two_node_job_has_every_rank_on_both_hosts(self):
         before = [veth_bytes(v) for v in self.veths]
-        job, out = self.submit(f"#!/bin/sh\nsrun --mpi=pmi2 {self.ring} -i 300\n",
+        job, out, _ = self.submit(f"#!/bin/sh\nsrun --mpi=pmi2 {self.ring} -i 300\n",
                                "--predict", "-N", "2", "-n", "4")
         self.assertEqual(self.wait(job), "COMPLETED", out.read_text() if out.exists() else "")
         crossed = sum(veth_bytes(v) for v in self.veths) - sum(before)
@@ -156,26 +162,27 @@ class VirtualCluster(unittest.TestCase):
     def env_pskel(self):
         return shutil.which("pskel", path=self.env["PATH"])
 
-    def pipeline_end(self, job, timeout=600):
-        """The worker's last line for `job` (done or failed), waiting for it."""
+    def await_log(self, pattern, timeout):
+        """The first match of `pattern` in the worker log, and the log, waiting for it."""
         end = time.time() + timeout
-        pattern = re.compile(rf"job {job}: (done: .*|\S+( \S+)?: failed: .*)$", re.M)
+        pattern = re.compile(pattern, re.M)
         while time.time() < end:
             log = self.worker_log.read_text() if self.worker_log.exists() else ""
             if m := pattern.search(log):
-                return m.group(1), log
-            time.sleep(1)
-        self.fail(f"no pipeline end for job {job} within {timeout} s:\n{log[-3000:]}")
+                return m, log
+            time.sleep(0.3)
+        self.fail(f"no {pattern.pattern!r} in the worker log within {timeout} s:\n{log[-3000:]}")
+
+    def pipeline_end(self, job, timeout=600):
+        """The worker's last line for `job` (done or failed), waiting for it."""
+        m, log = self.await_log(rf"job {job}: (done: .*|\S+( \S+)?: failed: .*)$", timeout)
+        return m.group(1), log
 
     def check_pipeline_once(self, name, body):
         """A 2-node, 4-rank job traced, run through the pipeline once, and its resubmission
         limited from the prediction keyed by 4 tasks on 2 nodes."""
-        script = self.dir / "shared" / f"{name}.sh"
-        script.write_text(f"#!/bin/sh\n{body}\n")
-        r = self.slurm("sbatch", "--parsable", "-D", self.dir / "shared", f"--predict={name}",
-                       "-N", "2", "-n", "4", script)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        job = int(r.stdout.strip())
+        script = f"#!/bin/sh\n{body}\n"
+        job = self.submit(script, f"--predict={name}", "-N", "2", "-n", "4").job
         self.assertEqual(self.wait(job), "COMPLETED")
         outcome, log = self.pipeline_end(job)
         self.assertTrue(outcome.startswith("done"), f"{outcome}\n{log[-3000:]}")
@@ -194,21 +201,22 @@ class VirtualCluster(unittest.TestCase):
               file=sys.stderr)
 
         time.sleep(3)  # job_submit notices the new export within 2 s
-        again = self.slurm("sbatch", "--parsable", "-D", self.dir / "shared", "-N", "2", "-n", "4",
-                           script)
-        self.assertEqual(again.returncode, 0, again.stderr)
+        again = self.submit(script, "-N", "2", "-n", "4")
         expected = int(-(-(prediction["predicted_seconds"] * 1.2 + 60) // 60))
         self.assertIn(f"pskel: time limit set to {expected} min", again.stderr)
-        job2 = int(again.stdout.strip())
+        job2 = again.job
         shown = self.slurm("scontrol", "show", "job", job2).stdout
         self.assertIn(f"TimeLimit=00:{expected:02d}:00", shown)
         self.assertRegex(shown, r"AdminComment=pskel: time limit .* 4 tasks on 2 nodes")
         # Not waited for: untraced, this MPICH job may hang in MPI_Finalize across nodes
         # (docs/cluster.md), and the guard would extend it up to the partition's DefaultTime.
         self.slurm("scancel", job2)
-        # Asked for 1 node, the job gets no limit from the 2-node prediction.
+        # Asked for 1 node, the job gets no limit from the 2-node prediction (sbatch may refuse
+        # 4 tasks on one 2-CPU node, after job_submit saw the job).
+        path = self.dir / "shared" / f"{name}.1node.sh"
+        path.write_text(script)
         one = self.slurm("sbatch", "--parsable", "-D", self.dir / "shared", "-N", "1", "-n", "4",
-                         "--overcommit", "--hold", script)
+                         "--overcommit", "--hold", path)
         self.assertNotIn("pskel: time limit", one.stderr)
         if one.returncode == 0:
             self.slurm("scancel", one.stdout.strip())
@@ -228,7 +236,7 @@ class VirtualCluster(unittest.TestCase):
         r = self.slurm(self.env_pskel(), "db", "export")
         self.assertEqual(r.returncode, 0, r.stderr)
         time.sleep(3)
-        job, out = self.submit("#!/bin/sh\nsleep 150\n", "--predict=guard-demo", "-N", "2", "-n", "2")
+        job, out, _ = self.submit("#!/bin/sh\nsleep 150\n", "--predict=guard-demo", "-N", "2", "-n", "2")
         shown = self.slurm("scontrol", "show", "job", job).stdout
         self.assertIn("TimeLimit=00:02:00", shown)
         self.assertEqual(self.wait(job, 300), "COMPLETED")
@@ -262,14 +270,10 @@ class VirtualCluster(unittest.TestCase):
         """A node of a traced job goes DOWN: Slurm requeues the job (same id). The first run's
         partial trace stays in step.0, the second run traces into run1.step.0, and only the
         second is processed."""
-        script = self.dir / "shared" / "requeue.sh"
-        script.write_text("#!/bin/sh\n"
+        job = self.submit("#!/bin/sh\n"
                           f"if [ \"${{SLURM_RESTART_COUNT:-0}}\" = 0 ]; then n=1000000; else n=300; fi\n"
-                          f"srun --mpi=pmi2 {self.ring} -i $n\n")
-        r = self.slurm("sbatch", "--parsable", "-D", self.dir / "shared", "--predict=requeue",
-                       "--requeue", "-N", "2", "-n", "4", script)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        job = int(r.stdout.strip())
+                          f"srun --mpi=pmi2 {self.ring} -i $n\n",
+                          "--predict=requeue", "--requeue", "-N", "2", "-n", "4").job
         step0 = self.dir / "shared" / "pskel-spool" / f"job.{job}" / "step.0"
         end = time.time() + 60
         while time.time() < end and not step0.exists():
@@ -304,17 +308,12 @@ class VirtualCluster(unittest.TestCase):
         slurmctld answers again). The queued job is held until the calibration is over: on
         these two cores, two 4-rank MPICH jobs at once (busy-polling) slow each other past the
         test's patience and make the calibration meaningless."""
-        script = self.dir / "shared" / "restart.sh"
-        script.write_text(f"#!/bin/sh\nsrun --mpi=pmi2 {self.ring} -i 300\n")
-        submit = ["sbatch", "--parsable", "-D", self.dir / "shared", "--predict=restart",
-                  "-N", "2", "-n", "4", script]
-        first = int(self.slurm(*submit).stdout.strip())
+        script = f"#!/bin/sh\nsrun --mpi=pmi2 {self.ring} -i 300\n"
+        traced = ("--predict=restart", "-N", "2", "-n", "4")
+        first = self.submit(script, *traced).job
         self.assertEqual(self.wait(first), "COMPLETED")
-        end = time.time() + 300
-        while time.time() < end and not re.search(rf"job {first}: calibrate cluster: sbatch",
-                                                   self.worker_log.read_text()):
-            time.sleep(0.3)
-        second = int(self.slurm(*submit[:-1], "--hold", script).stdout.strip())
+        self.await_log(rf"job {first}: calibrate cluster: sbatch", 300)
+        second = self.submit(script, *traced, "--hold").job
         cluster("restart-controller", directory=self.dir)
         outcome, log = self.pipeline_end(first)
         self.assertTrue(outcome.startswith("done"), f"job {first}: {outcome}\n{log[-3000:]}")
@@ -325,19 +324,11 @@ class VirtualCluster(unittest.TestCase):
         self.assertTrue(outcome.startswith("done"), f"job {second}: {outcome}\n{log[-3000:]}")
 
     def test_killed_worker_is_replaced_by_the_guard(self):
-        script = self.dir / "shared" / "killed.sh"
-        script.write_text(f"#!/bin/sh\nsrun --mpi=pmi2 {self.ring} -i 300\n")
-        r = self.slurm("sbatch", "--parsable", "-D", self.dir / "shared", "--predict=killed",
-                       "-N", "2", "-n", "4", script)
-        job = int(r.stdout.strip())
+        job = self.submit(f"#!/bin/sh\nsrun --mpi=pmi2 {self.ring} -i 300\n",
+                          "--predict=killed", "-N", "2", "-n", "4").job
         self.assertEqual(self.wait(job), "COMPLETED")
-        end, pid = time.time() + 300, None
-        while time.time() < end and pid is None:
-            m = re.search(rf"pskel\[(\d+)\]: job {job}: calibrate cluster: sbatch", self.worker_log.read_text())
-            pid = int(m.group(1)) if m else None
-            time.sleep(0.3)
-        self.assertIsNotNone(pid, self.worker_log.read_text()[-3000:])
-        os.kill(pid, signal.SIGKILL)
+        m, _ = self.await_log(rf"pskel\[(\d+)\]: job {job}: calibrate cluster: sbatch", 300)
+        os.kill(int(m.group(1)), signal.SIGKILL)
         outcome, log = self.pipeline_end(job)
         self.assertTrue(outcome.startswith("done"), f"{outcome}\n{log[-3000:]}")
         self.assertIn("guard: queued jobs no worker holds: starting a worker", log)

@@ -113,16 +113,10 @@ def start_guard():
     """`pskel guard`, as etc/pskel-guard.service runs it: job_submit sets limits only while its
     heartbeat is fresh (GuardRequired=yes)."""
     global GUARD
-    heartbeat = STATE / "guard.heartbeat"
-    heartbeat.unlink(missing_ok=True)
-    GUARD = subprocess.Popen([str(PSKEL), "guard", "--conf", str(CONF)], env=SLURM.env(),
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    end = time.time() + 30
-    while not heartbeat.exists() and time.time() < end:
-        time.sleep(0.2)
-    if not heartbeat.exists():
-        raise AssertionError(f"pskel guard wrote no heartbeat within 30 s: {worker_log()[-2000:]}")
-    time.sleep(2.5)  # the plugin's loader thread looks every 2 s
+    try:
+        GUARD = slurmlib.start_pskel_guard(SLURM, PSKEL, CONF, STATE / "guard.heartbeat")
+    except RuntimeError as e:
+        raise AssertionError(f"{e}: {worker_log()[-2000:]}") from e
 
 
 def stop_guard():

@@ -5,6 +5,7 @@
 #include "config/config.h"
 #include "export/app_key.h"
 #include "spank/args.h"
+#include "util/spool_names.h"
 
 using namespace pskel;
 
@@ -126,7 +127,7 @@ TEST_CASE("InheritedTracerIsTheFirstPskelTracer") {
 }
 
 TEST_CASE("StepDirectoriesHaveReadableNames") {
-  CHECK(spank::job_dir_name(42) == "job.42");
+  CHECK(job_dir_name(42) == "job.42");
   CHECK(spank::step_dir_name(0) == "step.0");
   CHECK(spank::step_dir_name(0xfffffffb) == "step.batch");
   CHECK(spank::step_dir_name(0xfffffffc) == "step.extern");

@@ -281,6 +281,40 @@ TEST_CASE("AFailedTransactionLeavesNoPrediction") {
   CHECK(s.trace(21).value()->state == "running");
 }
 
+// Issue 17: the guard's extensions reach the report (limited, extended, killed at a pskel
+// limit) and the next limits (the worst actual/predicted ratio of the extended jobs).
+TEST_CASE("ExtensionsFeedTheReportAndTheExport") {
+  store::Store s = open_fresh("extensions");
+  const int64_t app = traced_app(s, 1000, "lu", 52, "script:00000000000000bb");
+  const int64_t other = traced_app(s, 1000, "cg", 53);
+  const int64_t pid = s.add_predictions(52, {0, 52, "/d", "/d/s", 4},
+                                        {prediction(app, 1000, "batch", 100)}).value()[0];
+  const int64_t other_pid = s.add_predictions(53, {0, 53, "/d", "/d/s", 4},
+                                              {prediction(other, 1000, "batch", 100)}).value()[0];
+  // lu: job 70 extended and finished at 2.5 x; job 71 extended to its ceiling and timed out
+  // there (its own limit); job 72 timed out unextended (at pskel's limit); job 73 ran 3 x
+  // without an extension (not counted in the factor).
+  REQUIRE(s.record_outcome({70, 1000, pid, 0, 100, 3, 250, "COMPLETED", 0}).ok());
+  REQUIRE(s.record_extension({70, pid, 3, 5, 120, 150}).ok());
+  REQUIRE(s.record_outcome({71, 1000, pid, 0, 100, 3, 200, "TIMEOUT", 0}).ok());
+  REQUIRE(s.record_extension({71, pid, 3, 120, 120, 150}).ok());
+  REQUIRE(s.record_outcome({72, 1000, pid, 0, 100, 3, 180, "TIMEOUT", 0}).ok());
+  REQUIRE(s.record_outcome({73, 1000, pid, 0, 100, 3, 300, "COMPLETED", 0}).ok());
+  // cg: never extended.
+  REQUIRE(s.record_outcome({74, 1000, other_pid, 0, 100, 3, 400, "COMPLETED", 0}).ok());
+  const auto report = s.report(std::nullopt).value();
+  REQUIRE(report.size() == 2);
+  const store::Accuracy& lu = report[0].app.key == "lu" ? report[0] : report[1];
+  CHECK(lu.limited == 4);
+  CHECK(lu.extended == 2);
+  CHECK(lu.timeouts == 2);
+  CHECK(lu.killed_at_pskel_limit == 1);
+  const jobsubmit::Snapshot snap(s.export_data().value());
+  CHECK(snap.find(1000, "lu", 4, 1, "batch")->predicted_seconds == doctest::Approx(250));
+  CHECK(snap.find(1000, "script:00000000000000bb", 4, 1, "batch")->predicted_seconds == doctest::Approx(250));
+  CHECK(snap.find(1000, "cg", 4, 1, "batch")->predicted_seconds == doctest::Approx(100));
+}
+
 TEST_CASE("ANamedApplicationIsAlsoExportedUnderItsScript") {
   store::Store s = open_fresh("alias");
   const int64_t app = traced_app(s, 1000, "lu", 81, "script:00000000000000aa");

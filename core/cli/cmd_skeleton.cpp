@@ -62,7 +62,7 @@ Result<trace::TraceSet> read_complete_trace(const std::string& dir) {
 }
 
 struct Options {
-  std::string dir, out, scale = "1", cc;
+  std::string dir, out, scale = "1", cc, gaps = "typical";
   double min_seconds = skeleton::Options{}.min_seconds;
   bool json = false;
   bool compile = true;
@@ -96,6 +96,7 @@ int run(const Options& opt) {
   options.scale = k;
   options.auto_scale = auto_scale;
   options.min_seconds = opt.min_seconds;
+  options.typical_gaps = opt.gaps == "typical";
   std::string name;
   if (trace.meta.is_object() && trace.meta.contains("args") && trace.meta["args"].is_array()) {
     for (const auto& a : trace.meta["args"]) {
@@ -190,7 +191,7 @@ Subcommand add_skeleton_command(CLI::App& app) {
       "--scale K: the dominant loops run 1/K of their iterations; auto: about a tenth of the\n"
       "traced time, at least --min-seconds (3 s). --json keys: scale, source, binary, scaled_loops,\n"
       "rewritten_groups, reordered_groups, substitutions, warnings, traced_seconds,\n"
-      "estimated_skeleton_seconds, ranks, mpi.");
+      "estimated_skeleton_seconds, trace_noise, ranks, mpi.");
   cmd->add_option("DIR", opt->dir, "Trace directory (written by `pskel run`)")->required();
   cmd->add_option("-o,--output", opt->out, "Output directory")->required()->type_name("OUT");
   cmd->add_option("--scale", opt->scale, "K (a whole number >= 1) or auto")->type_name("K|auto");
@@ -198,6 +199,11 @@ Subcommand add_skeleton_command(CLI::App& app) {
                   "With --scale auto: the shortest skeleton run wanted, in seconds (default 3)")
       ->check(CLI::PositiveNumber)
       ->type_name("S");
+  cmd->add_option("--gaps", opt->gaps,
+                  "Compute between calls: typical (default: bursts of interference in the traced "
+                  "run left out) or mean (every instance, as traced)")
+      ->check(CLI::IsMember({"typical", "mean"}))
+      ->type_name("typical|mean");
   cmd->add_option("--cc", opt->cc, "MPI C compiler (default: from the trace's MPI)")->type_name("CC");
   cmd->add_flag("--no-compile", [opt](int64_t) { opt->compile = false; }, "Write the sources only");
   cmd->add_flag("--json", opt->json, "Print skeleton.json");

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -74,6 +75,7 @@ class Builder {
         event.id = static_cast<uint32_t>(events_.size());
         events_.push_back(&event);
         rules_.emplace_back(event.ranks.size());
+        gaps_.emplace_back(event.ranks.size());
         continue;
       }
       Loop& loop = std::get<Loop>(item.node);
@@ -103,8 +105,10 @@ class Builder {
         call.recv_bytes = rules.recv_bytes.build();
         call.tag = rules.tag.build();
         call.recv_tag = rules.recv_tag.build();
+        call.gap_typical = robust_mean(gaps_[e][j]);
       }
     }
+    gaps_.clear();
   }
 
  private:
@@ -183,6 +187,7 @@ class Builder {
         pending_entry_[rank] = nullptr;
       } else {
         call.gap_ns.add(gap);
+        gaps_[event.id][j].push_back(gap);
       }
       if (r.t_end > last_end_[rank]) last_end_[rank] = r.t_end;
       rules[j].root.add(r.root);
@@ -206,6 +211,7 @@ class Builder {
   std::vector<int64_t> last_end_;
   std::vector<Event*> events_;                  // tree order
   std::vector<std::vector<RankRules>> rules_;   // per event, per rank
+  std::vector<std::vector<std::vector<int64_t>>> gaps_;  // per event, per rank: gaps in order
   uint64_t next_event_ = 0;
 };
 
@@ -338,6 +344,34 @@ MainLoop main_loop(const LoopTree& tree) {
 }
 
 double rank_time_ns(const LoopTree& tree, int32_t rank) { return time_of(tree.items, rank); }
+
+namespace {
+
+void add_disturbance(const std::vector<Item>& items, std::vector<RankDisturbance>& out) {
+  for (const Item& item : items) {
+    if (item.is_loop()) {
+      add_disturbance(item.loop().body, out);
+      continue;
+    }
+    for (const RankCall& call : item.event().ranks) {
+      if (call.gap_typical.blocks == 0) continue;
+      RankDisturbance& d = out[static_cast<size_t>(call.rank)];
+      const auto n = static_cast<double>(call.gap_ns.n);
+      d.compute_ns += call.gap_typical.plain_mean * n;
+      d.left_out_ns += (call.gap_typical.plain_mean - call.gap_typical.mean) * n;
+      d.bursts += call.gap_typical.left_out;
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<RankDisturbance> disturbance(const LoopTree& tree) {
+  std::vector<RankDisturbance> out(static_cast<size_t>(std::max(tree.world_size, 0)));
+  for (size_t r = 0; r < out.size(); ++r) out[r].rank = static_cast<int32_t>(r);
+  add_disturbance(tree.items, out);
+  return out;
+}
 
 std::string to_string(const LoopTree& tree) {
   std::string out;

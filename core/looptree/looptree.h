@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "compress/compress.h"
+#include "looptree/robust.h"
 #include "looptree/rule.h"
 #include "merge/merge.h"
 #include "trace/reader.h"
@@ -41,6 +42,8 @@ struct RankCall {
   Rule recv_tag;
   Stat comm_ns;   // t_end - t_start of each instance
   Stat gap_ns;    // compute before each instance, except the loop-entry instances (Loop::ranks)
+  RobustMean gap_typical;  // gap_ns without the stretches a burst of interference inflated
+                           // (robust.h): what a skeleton replays
   merge::Part sample{};   // the first instance's record: datatypes, v-counts, requests
 };
 
@@ -113,6 +116,16 @@ uint64_t expanded_events(const std::vector<Item>& items);
 // equals the rank's traced time from its first call's start to its last call's end plus the
 // first gap, when the tree is built from the whole trace.
 double rank_time_ns(const LoopTree& tree, int32_t rank);
+
+// What robust_mean left out of one rank's compute gaps as bursts of interference, against the
+// rank's compute in the events it judged: how disturbed the traced run was.
+struct RankDisturbance {
+  int32_t rank = 0;
+  double compute_ns = 0;    // gaps of the events with enough instances to judge
+  double left_out_ns = 0;   // what the typical gaps leave out of them
+  uint64_t bursts = 0;      // blocks left out, over all events
+};
+std::vector<RankDisturbance> disturbance(const LoopTree& tree);
 
 // An event as text: its MPI function and who it talks to, e.g. "MPI_Isend(+1)" (every rank sends
 // to the next) or "MPI_Send(r0:+1 r1:-1)" when ranks differ; "MPI_Bcast(root 0)".

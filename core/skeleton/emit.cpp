@@ -416,6 +416,8 @@ class Emitter {
     std::vector<bool> present(static_cast<size_t>(a_.world_size), false);
     for (const lt::RankLoop& r : l.ranks) present[static_cast<size_t>(r.rank)] = true;
     const ScaledLoop* scaled = in_scaled_ ? nullptr : s_.find(&l);
+    const bool by_work = scaled != nullptr && scaled->by_work;
+    if (by_work) scaled = nullptr;  // runs as an unscaled loop: its compute is 1/K (compute())
     const uint64_t run = scaled ? scaled->run : l.iterations;
     const bool opened = open_if(present);
     if (mode != Mode::prepost) {
@@ -430,6 +432,9 @@ class Emitter {
                        literal(scaled->factor), l.iterations, run));
       in_scaled_ = true;
     }
+    if (by_work && mode != Mode::prepost)
+      line(fmt::format("/* scaled by work: all {} iterations run, their compute 1/{} (too few to "
+                       "drop any) */", l.iterations, s_.scale));
     const std::string var = fmt::format("i{}", loops_.size());
     line(fmt::format("for (long {0} = 0; {0} < {1}; ++{0}) {{", var, run));
     ++indent_;
@@ -483,7 +488,9 @@ class Emitter {
     }
     const bool opened = open_if(present);
     std::vector<double> gap(static_cast<size_t>(a_.world_size), 0);
-    for (const lt::RankCall& c : e.ranks) gap[static_cast<size_t>(c.rank)] = c.gap_ns.n ? c.gap_ns.mean : 0;
+    for (const lt::RankCall& c : e.ranks)
+      gap[static_cast<size_t>(c.rank)] =
+          c.gap_ns.n == 0 ? 0 : o_.typical_gaps ? c.gap_typical.mean : c.gap_ns.mean;
     // The first call of a loop's body: in the first iteration its gap is the loop's entry gap,
     // replayed before the loop (looptree.h). In a scaled loop every iteration gets the mean
     // (one mean too many out of N, against a weight of N/run on a missing one).
@@ -1269,6 +1276,38 @@ class Emitter {
   int64_t max_send_ = 0, max_recv_ = 0, bsend_ = 0, max_requests_ = 1;
 };
 
+// Above this share of a rank's compute left out as bursts, the trace is too disturbed to trust
+// without a word: the typical gaps are an estimate of an undisturbed run, not a measurement.
+constexpr double kDisturbedShare = 0.05;
+
+// skeleton.json's "trace_noise": what the typical gaps left out on each disturbed rank
+// (looptree.h), the largest share of a rank's compute left out, and
+// a warning when a rank lost too much of its compute to bursts.
+nlohmann::json trace_noise(const lt::LoopTree& tree, std::vector<std::string>& warnings) {
+  nlohmann::json ranks = nlohmann::json::array();
+  double worst = 0;
+  int32_t worst_rank = -1;
+  for (const lt::RankDisturbance& d : lt::disturbance(tree)) {
+    const double share = d.compute_ns > 0 ? d.left_out_ns / d.compute_ns : 0;
+    if (d.bursts == 0) continue;  // only the disturbed ranks: a job may have thousands
+    ranks.push_back({{"rank", d.rank},
+                     {"judged_compute_seconds", d.compute_ns * 1e-9},
+                     {"left_out_seconds", d.left_out_ns * 1e-9},
+                     {"bursts", d.bursts}});
+    if (share > worst) {
+      worst = share;
+      worst_rank = d.rank;
+    }
+  }
+  if (worst > kDisturbedShare)
+    warnings.push_back(fmt::format(
+        "the traced run was disturbed: bursts of interference made {:.1f} % of rank {}'s compute "
+        "(left out of the skeleton, unless --gaps mean); a trace taken on a quieter node is more "
+        "trustworthy",
+        100 * worst, worst_rank));
+  return {{"left_out_share", worst}, {"ranks", ranks}};
+}
+
 std::string loop_text(const lt::Loop& loop) {
   return "( " + describe_items(loop.body, 0, loop.body.size()) + fmt::format(" )^{}", loop.iterations);
 }
@@ -1292,13 +1331,22 @@ Result<Skeleton> generate(const trace::TraceSet& trace, const merge::MergedTrace
   out.source = emitter.run();
 
   nlohmann::json loops = nlohmann::json::array();
-  for (const detail::ScaledLoop& s : scaling.loops)
+  std::vector<std::string> warnings = a.warnings;
+  for (const detail::ScaledLoop& s : scaling.loops) {
     loops.push_back({{"loop", detail::loop_text(*s.loop)},
+                     {"mode", s.by_work ? "work" : "iterations"},
                      {"iterations", s.loop->iterations},
                      {"run_iterations", s.run},
                      {"executions", s.loop->executions},
                      {"factor", s.factor},
                      {"traced_seconds", s.seconds}});
+    if (s.by_work)
+      warnings.push_back(fmt::format(
+          "scale {0}: a loop of {1} iterations (fewer than {2} x {0}) runs all of them, each "
+          "with 1/{0} of its compute: one iteration weighted by {1} would multiply what only a "
+          "first iteration costs",
+          scaling.scale, s.loop->iterations, detail::kMinRunIterations));
+  }
   nlohmann::json comms = nlohmann::json::array();
   for (size_t c = 0; c < a.comms.size(); ++c) {
     if (c < 2) continue;
@@ -1311,13 +1359,13 @@ Result<Skeleton> generate(const trace::TraceSet& trace, const merge::MergedTrace
   std::vector<std::string> wildcarded;
   for (size_t c = 0; c < a.comms.size(); ++c)
     if (a.comm_tags_vary[c]) wildcarded.push_back(c == 0 ? "MPI_COMM_WORLD" : fmt::format("communicator {}", c));
-  std::vector<std::string> warnings = a.warnings;
   if (scaling.scale > 1 && scaling.loops.empty())
     warnings.push_back(fmt::format(
         "scale {}: no loop could be scaled (none whose iterations each complete their messages "
         "and collectives); the skeleton replays the whole run",
         scaling.scale));
   warnings.insert(warnings.end(), emitter.notes.begin(), emitter.notes.end());
+  const nlohmann::json noise = detail::trace_noise(tree, warnings);
   bool complete = true;
   for (const trace::RankTrace& rt : trace.ranks) complete = complete && rt.complete;
   const looptree::MainLoop main = looptree::main_loop(tree);
@@ -1344,6 +1392,8 @@ Result<Skeleton> generate(const trace::TraceSet& trace, const merge::MergedTrace
       {"substitutions", std::vector<std::string>(emitter.substitutions.begin(), emitter.substitutions.end())},
       {"warnings", warnings},
       {"work_ns_per_unit", a.ns_per_unit},
+      {"trace_noise", noise},
+      {"gaps", options.typical_gaps ? "typical" : "mean"},
       {"events", a.events.size()},
   };
   return out;

@@ -105,9 +105,17 @@ std::string_view function_name(tr::FunctionId fn);
 struct ScaledLoop {
   const lt::Loop* loop = nullptr;
   uint64_t run = 0;       // iterations the skeleton runs
-  double factor = 1;      // N / run
+  double factor = 1;      // N / run; K for a loop scaled by work
   double seconds = 0;     // traced time in it (slowest rank)
+  // Too few iterations to drop any (N / K < kMinRunIterations): every iteration runs and the
+  // compute in it runs 1/K of its work at weight K, like compute outside the scaled loops.
+  bool by_work = false;
 };
+
+// A loop runs at least this many iterations when scaled by iterations. One iteration weighted
+// by N carries every cost of a first iteration (first touch of buffers, connections made on
+// first use, caches) N times; below this the loop is scaled by work instead.
+inline constexpr uint64_t kMinRunIterations = 2;
 
 struct Scaling {
   int64_t scale = 1;

@@ -14,31 +14,38 @@ namespace {
 
 using tr::FunctionId;
 
-double item_ns(const lt::Item& item, int32_t rank) {
+enum class Part { all, compute };  // calls and gaps, or the gaps (compute) alone
+
+double part_ns(const std::vector<lt::Item>& items, int32_t rank, Part part);
+
+double item_ns(const lt::Item& item, int32_t rank, Part part) {
   if (!item.is_loop()) {
     // MPI_Init's duration is the library's start (and the tracer's): not part of the run the
     // skeleton replays between its own MPI_Init and MPI_Finalize.
     const auto fn = static_cast<tr::FunctionId>(item.event().function);
     if (fn == tr::FunctionId::MPI_Init || fn == tr::FunctionId::MPI_Init_thread) return 0;
     for (const lt::RankCall& call : item.event().ranks)
-      if (call.rank == rank) return call.gap_ns.sum() + call.comm_ns.sum();
+      if (call.rank == rank) return call.gap_ns.sum() + (part == Part::all ? call.comm_ns.sum() : 0);
     return 0;
   }
   double ns = 0;
   for (const lt::RankLoop& r : item.loop().ranks)
     if (r.rank == rank) ns += r.entry_gap_ns.sum();
-  return ns + items_ns(item.loop().body, rank);
+  return ns + part_ns(item.loop().body, rank, part);
 }
 
-// Time of a loop on its slowest rank, all its executions together (Stat sums cover every
-// instance).
-double loop_ns(const lt::Loop& loop) {
+double part_ns(const std::vector<lt::Item>& items, int32_t rank, Part part) {
+  double ns = 0;
+  for (const lt::Item& item : items) ns += item_ns(item, rank, part);
+  return ns;
+}
+
+// Time of a loop on its slowest rank (or its compute on the rank with the most), all its
+// executions together (Stat sums cover every instance).
+double loop_ns(const lt::Loop& loop, Part part = Part::all) {
   double worst = 0;
-  for (const lt::RankLoop& r : loop.ranks) {
-    double ns = r.entry_gap_ns.sum();
-    ns += items_ns(loop.body, r.rank);
-    worst = std::max(worst, ns);
-  }
+  for (const lt::RankLoop& r : loop.ranks)
+    worst = std::max(worst, r.entry_gap_ns.sum() + part_ns(loop.body, r.rank, part));
   return worst;
 }
 
@@ -86,13 +93,14 @@ class Chooser {
 
  private:
   // The loops inside `loop` (itself included) to scale by `k`: the loop itself if it has at
-  // least k iterations and every iteration is self-contained (balanced: each message sent in
-  // an iteration is received in it, each collective reached by all members); otherwise inner
-  // loops that are; the main loop runs once if it has fewer than k iterations and no inner
-  // loop qualifies. Loops that make state are not scaled (their inner loops may be).
+  // least kMinRunIterations x k iterations and every iteration is self-contained (balanced:
+  // each message sent in an iteration is received in it, each collective reached by all
+  // members); otherwise inner loops that are; the main loop itself (scaled by work, as it has
+  // too few iterations) if no inner loop qualifies. Loops that make state are not scaled
+  // (their inner loops may be).
   void candidates(const lt::Loop& loop, int64_t k, std::vector<const lt::Loop*>& out) {
     const bool scalable = !makes_state(loop.body) && balanced(loop);
-    if (scalable && loop.iterations >= static_cast<uint64_t>(k)) {
+    if (scalable && loop.iterations >= kMinRunIterations * static_cast<uint64_t>(k)) {
       out.push_back(&loop);
       return;
     }
@@ -218,9 +226,7 @@ class Chooser {
 }  // namespace
 
 double items_ns(const std::vector<lt::Item>& items, int32_t rank) {
-  double ns = 0;
-  for (const lt::Item& item : items) ns += item_ns(item, rank);
-  return ns;
+  return part_ns(items, rank, Part::all);
 }
 
 const ScaledLoop* Scaling::find(const lt::Loop* loop) const {
@@ -263,16 +269,25 @@ Scaling choose_scaling(const lt::LoopTree& tree, const Analysis& analysis, int64
   for (const lt::Loop* loop : chooser.choose(k, total_ns)) {
     ScaledLoop s;
     s.loop = loop;
-    s.run = std::max<uint64_t>(1, loop->iterations / static_cast<uint64_t>(k));
-    s.factor = static_cast<double>(loop->iterations) / static_cast<double>(s.run);
     s.seconds = loop_ns(*loop) * 1e-9;
+    s.run = loop->iterations / static_cast<uint64_t>(k);
+    if (s.run < kMinRunIterations) {
+      s.by_work = true;
+      s.run = loop->iterations;
+      s.factor = static_cast<double>(k);
+    } else {
+      s.factor = static_cast<double>(loop->iterations) / static_cast<double>(s.run);
+    }
     out.loops.push_back(s);
   }
   double in_loops = 0;
   for (const ScaledLoop& s : out.loops) in_loops += s.seconds;
   out.scaled_seconds = in_loops;
   double estimate = out.traced_seconds;
-  for (const ScaledLoop& s : out.loops) estimate -= s.seconds * (1.0 - 1.0 / s.factor);
+  for (const ScaledLoop& s : out.loops) {
+    const double shrinks = s.by_work ? loop_ns(*s.loop, Part::compute) * 1e-9 : s.seconds;
+    estimate -= shrinks * (1.0 - 1.0 / s.factor);
+  }
   out.estimated_skeleton_seconds = estimate;
   return out;
 }

@@ -31,6 +31,10 @@ struct Options {
   bool auto_scale = false;
   double target_fraction = 0.1;
   double min_seconds = 3.0;
+  // Compute between calls from the typical gaps (looptree::RankCall::gap_typical: bursts of
+  // interference in the traced run left out) or, if false, from the plain mean of every
+  // instance (the run exactly as traced).
+  bool typical_gaps = true;
   // Longest table of per-instance values (a Rule of kind table) written into the source; longer
   // ones are replaced by their mean and reported.
   size_t max_table = 65536;

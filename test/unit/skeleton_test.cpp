@@ -156,6 +156,110 @@ TEST_CASE("skeleton: a remainder is weighted exactly (N / floor(N/K))") {
   CHECK(has(s.source, "pskel_section(11.25);"));
 }
 
+TEST_CASE("skeleton: a loop of fewer than 2K iterations runs them all, its compute scaled by 1/K") {
+  // 11 iterations at K = 10: one iteration weighted by 11 would carry what only a first
+  // iteration costs (first touch, connections made on first use) 11 times.
+  auto w = halo_ring(2, 11, 50000);
+  const sk::Skeleton s = generate(build(w), 10);
+  CHECK(s.scale == 10);
+  CHECK(has(s.source, "i0 < 11;"));
+  CHECK(!has(s.source, "pskel_section("));
+  CHECK(has(s.source, "/* scaled by work: all 11 iterations run, their compute 1/10"));
+  CHECK(has(s.source, "pskel_compute_outside(25000.0);"));  // 50000 ns / 2 ns per unit
+  CHECK(!has(s.source, "pskel_compute(25000.0);"));
+  REQUIRE(s.description["scaled_loops"].size() == 1);
+  const auto& loop = s.description["scaled_loops"][0];
+  CHECK(loop["mode"] == "work");
+  CHECK(loop["run_iterations"] == 11);
+  CHECK(loop["factor"].get<double>() == doctest::Approx(10.0));
+  CHECK(s.description["main_loop"]["run_iterations"] == 11);
+  bool warned = false;
+  for (const auto& line : s.description["warnings"])
+    warned = warned || has(line.get<std::string>(), "a loop of 11 iterations");
+  CHECK(warned);
+  // The estimate shrinks the compute, not the calls: 11 x (50 us + 100 ns) of compute and 2
+  // calls of 100 ns each, the compute by 10.
+  CHECK(s.description["estimated_skeleton_seconds"].get<double>() <
+        0.2 * s.description["traced_seconds"].get<double>());
+}
+
+TEST_CASE("skeleton: from 2K iterations on a loop is scaled by iterations, at least two run") {
+  auto w = halo_ring(2, 25);
+  const sk::Skeleton s = generate(build(w), 10);
+  REQUIRE(s.description["scaled_loops"].size() == 1);
+  CHECK(s.description["scaled_loops"][0]["mode"] == "iterations");
+  CHECK(s.description["scaled_loops"][0]["run_iterations"] == 2);
+  CHECK(has(s.source, "pskel_section(12.5);"));
+}
+
+TEST_CASE("skeleton: a main loop of few iterations lets its long inner loop be scaled instead") {
+  // 11 x (Allreduce, 100 x Sendrecv): the inner loop carries the time and has enough
+  // iterations to drop some; the outer runs all 11.
+  auto w = pskel::test::world(2);
+  for (int r = 0; r < 2; ++r) {
+    w[r].timing(1000, 100);
+    w[r].add(Fn::MPI_Init);
+    for (int i = 0; i < 11; ++i) {
+      w[r].collective(Fn::MPI_Allreduce, 1, tr::kNoRank, tr::Op::sum);
+      for (int j = 0; j < 100; ++j) w[r].sendrecv(1 - r, 1 - r, 3, 100);
+    }
+    w[r].add(Fn::MPI_Finalize);
+  }
+  const sk::Skeleton s = generate(build(w), 10);
+  REQUIRE(s.description["scaled_loops"].size() == 1);
+  CHECK(s.description["scaled_loops"][0]["mode"] == "iterations");
+  CHECK(s.description["scaled_loops"][0]["iterations"] == 100);
+  CHECK(has(s.source, "i0 < 11;"));
+  CHECK(has(s.source, "i1 < 10;"));
+}
+
+TEST_CASE("skeleton: a burst of interference in the traced run is left out of its compute") {
+  // 200 iterations with 10 us of compute before each call; on rank 1, iterations 50-59 took
+  // 100 us (another process on its core).
+  auto w = pskel::test::world(2);
+  for (int r = 0; r < 2; ++r) {
+    w[r].timing(10000, 100);
+    w[r].add(Fn::MPI_Init);
+    for (int i = 0; i < 200; ++i) {
+      w[r].timing(r == 1 && i >= 50 && i < 60 ? 100000 : 10000, 100);
+      w[r].sendrecv(1 - r, 1 - r, 7, 1000);
+      w[r].collective(Fn::MPI_Allreduce, 1, tr::kNoRank, tr::Op::sum);
+    }
+    w[r].add(Fn::MPI_Finalize);
+  }
+  const Built b = build(w);
+  sk::Skeleton s = generate(b);
+  // 10 us at 2 ns per unit on both ranks: one literal, not a table of two values.
+  CHECK(has(s.source, "pskel_compute(5000.0);"));
+  CHECK(s.description["gaps"] == "typical");
+  const auto& noise = s.description["trace_noise"];
+  CHECK(noise["left_out_share"].get<double>() > 0.25);
+  REQUIRE(noise["ranks"].size() == 1);
+  CHECK(noise["ranks"][0]["rank"] == 1);
+  CHECK(noise["ranks"][0]["left_out_seconds"].get<double>() == doctest::Approx(0.0018).epsilon(0.01));
+  bool warned = false;
+  for (const auto& line : s.description["warnings"])
+    warned = warned || has(line.get<std::string>(), "the traced run was disturbed");
+  CHECK(warned);
+
+  // --gaps mean: the run as traced, the burst spread over every iteration of rank 1.
+  sk::Options o;
+  o.typical_gaps = false;
+  auto plain = sk::generate(b.trace, b.merged, b.tree, o);
+  REQUIRE(plain.ok());
+  CHECK(plain.value().description["gaps"] == "mean");
+  CHECK(has(plain.value().source, "7250.0"));  // 10 us + 10 x 90 us / 200, at 2 ns per unit
+  CHECK(!has(s.source, "7250.0"));
+}
+
+TEST_CASE("skeleton: an undisturbed trace leaves nothing out and warns of nothing") {
+  auto w = halo_ring(2, 200, 10000);
+  const sk::Skeleton s = generate(build(w));
+  CHECK(s.description["trace_noise"]["left_out_share"] == 0.0);
+  CHECK(s.description["trace_noise"]["ranks"].empty());
+  CHECK(s.description["warnings"].empty());
+}
+
 TEST_CASE("skeleton: every rank sending before receiving is planned: receives first, one Waitall") {
   auto w = pskel::test::world(3);
   for (int r = 0; r < 3; ++r) {

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <map>
@@ -300,8 +301,9 @@ void Worker::run_pipeline(const Ticket& t, int64_t app_id, const std::optional<J
   const double scale = choose_scale(row.runtime_seconds, conf_.target_skeleton_seconds);
   auto skeleton = step_skeleton(t, trace.value(), scale);
   if (!skeleton) return fail(t, "skeleton", skeleton.error().what);
-  log_.line(job + ": skeleton: " + skeleton.value().binary + " (K = " +
-            std::to_string(skeleton.value().scale) + ")");
+  char k[32];
+  std::snprintf(k, sizeof k, "%g", skeleton.value().scale);  // K is whole: "K = 10", not 10.000000
+  log_.line(job + ": skeleton: " + skeleton.value().binary + " (K = " + k + ")");
 
   std::vector<std::string> partitions = conf_.calibrate_partitions;
   if (partitions.empty()) partitions.push_back(t.partition);

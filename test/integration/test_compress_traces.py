@@ -34,6 +34,10 @@ def per_iteration(name, ranks):
         "persistent": (ITERATIONS, 18), # Startall Start Start Waitall, Iallreduce Wait, Ibcast
                                         # Test Wait, Ireduce Ibarrier Ialltoall Iallgather Testany
                                         # Testsome Testall Waitsome Waitall
+        "spmv": (ITERATIONS, 7),        # 2 Irecv, 2 Isend, Waitall, 2 Allreduce
+        "multigrid": (ITERATIONS, 61),  # per level down and up: 2 Irecv, 2 Send, Waitall per
+                                        # sweep or residual (levels 16/8/4/2); Allreduce
+        "fft3d": (ITERATIONS, 2),       # Alltoall, Allreduce
     }.get(name)
 
 

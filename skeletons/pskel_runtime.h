@@ -31,6 +31,7 @@
 #include <mpi.h>
 #include <stdint.h>
 
+#include "stream.h"
 #include "work.h"
 
 #ifdef __cplusplus
@@ -49,6 +50,9 @@ struct pskel_config {
     int events;              /* request-creating events are 0 .. events-1 */
     int comms;               /* pskel_comm[0 .. comms-1]; 0 is MPI_COMM_WORLD, 1 MPI_COMM_SELF */
     int max_requests;        /* longest request array of any completion or rewritten group */
+    /* The memory-bound part of compute (stream.h), per world rank: {share of each gap streamed,
+     * working set bytes, traced ns per work unit, traced ns per streamed byte}; NULL: none. */
+    const double (*memory)[4];
 };
 
 extern int pskel_rank, pskel_size;
@@ -76,7 +80,8 @@ void pskel_failed(int code, int line);
     } while (0)
 
 /* Compute: `units` units of pskel_work (fractions are carried to the next call, so many small
- * gaps add up right). */
+ * gaps add up right); with config.memory, the rank's share of them as bytes streamed through its
+ * working set (the same traced time, spent on memory), the rest as work. */
 void pskel_compute(double units);
 /* Compute outside the scaled loops: runs units/K and accounts its time at factor K. */
 void pskel_compute_outside(double units);

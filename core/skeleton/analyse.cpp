@@ -363,13 +363,13 @@ double combined_calibration(double at_init, double at_finalize) {
 }
 
 // Rank r's value of a per-rank calibration list in meta.json, or 0 if the trace has none.
+}  // namespace
+
 double meta_calibration(const tr::TraceSet& trace, const char* key, size_t r) {
   const auto it = trace.meta.find(key);
   if (it == trace.meta.end() || !it->is_array() || it->size() != trace.ranks.size()) return 0;
   return (*it)[r].is_number() ? (*it)[r].get<double>() : 0;
 }
-
-}  // namespace
 
 Result<Analysis> analyse(const tr::TraceSet& trace, const merge::MergedTrace& merged,
                          const lt::LoopTree& tree) {

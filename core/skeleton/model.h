@@ -96,6 +96,10 @@ Result<Analysis> analyse(const tr::TraceSet& trace, const merge::MergedTrace& me
 // Fills Analysis::groups: orders and deadlock plans, innermost bodies first.
 void plan_groups(const lt::LoopTree& tree, Analysis& analysis);
 
+// A per-rank number of meta.json (an array as long as the ranks), or 0 where it is missing or
+// not a number.
+double meta_calibration(const tr::TraceSet& trace, const char* key, size_t r);
+
 // Kind helpers.
 bool is_groupable(const EventInfo& info);
 std::string_view function_name(tr::FunctionId fn);
@@ -130,5 +134,27 @@ struct Scaling {
 double items_ns(const std::vector<lt::Item>& items, int32_t rank);
 Scaling choose_scaling(const lt::LoopTree& tree, const Analysis& analysis, int64_t scale,
                        bool auto_scale, double target_fraction, double min_seconds);
+
+// ---- memory (memory.cpp) -------------------------------------------------------------------
+
+// The memory-bound part of each rank's compute (skeletons/stream.h): a rank whose data grew by
+// at least kMinFootprintBytes after MPI_Init is taken to stream it once per main-loop iteration,
+// so that share = (footprint x the trace's stream_ns_per_byte) / (its compute per iteration),
+// at most kMaxMemoryShare; the skeleton streams that share of every gap through a working set
+// of the footprint's size and computes the rest. A lower bound where the program passes over
+// its data several times per iteration; no memory part where the trace has no samples or no
+// stream calibration (older traces) or the data fit in the caches.
+inline constexpr int64_t kMinFootprintBytes = int64_t{32} << 20;
+inline constexpr double kMaxMemoryShare = 0.8;
+inline constexpr double kMaxWorkingSetBytes = double(int64_t{8} << 30);
+
+struct MemoryPlan {
+  std::vector<int64_t> footprint_bytes;  // per rank, -1: unknown
+  std::vector<double> ns_per_byte;       // per rank, the trace's stream calibration (0: none)
+  std::vector<double> share;             // per rank, 0: core-bound only
+  std::vector<double> working_set_bytes; // per rank
+  bool any() const;
+};
+MemoryPlan plan_memory(const tr::TraceSet& trace, const lt::LoopTree& tree, const Analysis& a);
 
 }  // namespace pskel::skeleton::detail

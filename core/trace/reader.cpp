@@ -59,6 +59,7 @@ std::string check_meta_types(const nlohmann::json& meta) {
       {"work_ns_per_unit", numbers, "an array of numbers"},
       {"work_ns_per_unit_at_finalize", numbers, "an array of numbers"},
       {"work_ns_per_unit_in_run", numbers, "an array of numbers"},
+      {"stream_ns_per_byte", numbers, "an array of numbers"},
   };
   for (const Key& k : keys) {
     const auto it = meta.find(k.name);
@@ -283,6 +284,7 @@ Result<TraceSet> read_trace_dir(const std::string& dir, const ReadOptions& optio
     if (samples.value()) {
       rank.value().run_delay = std::move(samples.value()->run_delay);
       rank.value().probes = std::move(samples.value()->probes);
+      rank.value().footprint_bytes = footprint_bytes(samples.value()->samples);
     }
     set.ranks.push_back(std::move(rank).value());
   }

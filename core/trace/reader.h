@@ -31,6 +31,9 @@ struct RankTrace {
   // probes; else empty. Time in the gaps that was not the program's (trace/gaps.h).
   std::vector<RunDelayPoint> run_delay;
   std::vector<ProbePoint> probes;
+  // Resident memory the rank gained after MPI_Init (samples.h: footprint_bytes), -1 without
+  // samples: the working set a skeleton's memory-bound compute streams through.
+  int64_t footprint_bytes = -1;
 
   std::span<const int64_t> aux_of(size_t record) const {
     return {aux.data() + aux_begin[record], records[record].aux_words};

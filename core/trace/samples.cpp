@@ -145,4 +145,15 @@ Result<std::optional<SampleSeries>> read_samples(const std::string& dir, int ran
   return std::optional<SampleSeries>{std::move(series).value()};
 }
 
+int64_t footprint_bytes(const std::vector<ResourceSample>& samples) {
+  int64_t first = -1, largest = -1;
+  size_t known = 0;
+  for (const ResourceSample& sample : samples) {
+    if (sample.rss_bytes < 0) continue;
+    if (known++ == 0) first = sample.rss_bytes;
+    largest = std::max(largest, sample.rss_bytes);
+  }
+  return known < 2 ? -1 : largest - first;
+}
+
 }  // namespace pskel::trace

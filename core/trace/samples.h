@@ -65,4 +65,9 @@ Result<SampleSeries> parse_samples(std::string_view text, const std::string& nam
 Result<std::optional<SampleSeries>> read_samples(const std::string& dir, int rank,
                                                  std::string_view run_id);
 
+// The resident memory a rank gained after its first sample (taken at the end of MPI_Init):
+// the largest RSS sampled less the first. The program's own data, mostly: MPI's buffers exist
+// by then. -1 if fewer than two samples have an RSS.
+int64_t footprint_bytes(const std::vector<ResourceSample>& samples);
+
 }  // namespace pskel::trace

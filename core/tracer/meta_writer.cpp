@@ -129,6 +129,10 @@ bool write_meta(const MetaInfo& info) {
     j << ",\n  \"work_ns_per_unit_in_run\": ";
     numbers(info.work_ns_per_unit_in_run);
   }
+  if (!info.stream_ns_per_byte.empty()) {
+    j << ",\n  \"stream_ns_per_byte\": ";
+    numbers(info.stream_ns_per_byte);
+  }
   j << "\n}\n";
 
   const std::string text = j.str();

@@ -28,6 +28,7 @@
 #include "meta_writer.h"
 #include "trace/samples_format.h"
 #include "trace_writer.h"
+#include "stream.h"
 #include "work.h"
 
 #ifndef PSKEL_MPI_FLAVOUR
@@ -48,6 +49,22 @@ namespace {
 constexpr size_t kDefaultBufferBytes = 1 << 20;
 constexpr size_t kMaxBufferBytes = 256 << 20;
 constexpr double kCalibrationSeconds = 0.002;  // x 9 runs (skeletons/work.c): ~20 ms in MPI_Init
+// The memory probe's working set: larger than the last-level cache of the CPUs pskel meets, so
+// that it measures memory, not cache (6 passes of 64 MB: ~0.1 s in MPI_Finalize).
+// PSKEL_STREAM_PROBE_MB changes it (0: no probe, as on a node short of memory).
+constexpr long kDefaultStreamProbeMb = 64;
+constexpr long kMaxStreamProbeMb = 4096;
+
+size_t stream_probe_bytes_from_env() {
+  const char* text = std::getenv("PSKEL_STREAM_PROBE_MB");
+  long mb = kDefaultStreamProbeMb;
+  if (text != nullptr && *text != '\0') {
+    char* end = nullptr;
+    const long value = std::strtol(text, &end, 10);
+    if (*end == '\0' && value >= 0) mb = value < kMaxStreamProbeMb ? value : kMaxStreamProbeMb;
+  }
+  return static_cast<size_t>(mb) << 20;
+}
 
 int64_t realtime_ns() {
   timespec ts;
@@ -353,6 +370,14 @@ void end_session() {
   s->meta.work_ns_per_unit_in_run.resize(static_cast<size_t>(s->size));
   PMPI_Gather(&ns_per_unit_in_run, 1, MPI_DOUBLE, s->meta.work_ns_per_unit_in_run.data(), 1,
               MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  // What a byte streamed through memory costs here, for the memory-bound part of a skeleton's
+  // compute (skeletons/stream.h). At the end, not at MPI_Init: it delays no start, and the
+  // ranks of a node measure together, sharing the bandwidth as their memory phases did.
+  const size_t probe_bytes = stream_probe_bytes_from_env();
+  const double ns_per_byte = probe_bytes > 0 ? pskel_stream_calibrate(probe_bytes) : -1.0;
+  s->meta.stream_ns_per_byte.resize(static_cast<size_t>(s->size));
+  PMPI_Gather(&ns_per_byte, 1, MPI_DOUBLE, s->meta.stream_ns_per_byte.data(), 1, MPI_DOUBLE, 0,
+              MPI_COMM_WORLD);
   if (s->rank == 0) {
     s->meta.complete = failing < 0;
     s->meta.end_realtime_ns = realtime_ns();

@@ -334,5 +334,33 @@ class BadInput(unittest.TestCase):
         self.assertEqual(pskel("predict", self.tmp / "k2", "--repeat", "2", "--min-seconds", "1").returncode, 2)
 
 
+class MemoryHeavyProgram(unittest.TestCase):
+    """spmv with about 48 MB of data per rank: the trace has each rank's footprint and memory
+    calibration, the skeleton streams its share of each gap through a working set that large,
+    and predicts its own traced run on this machine (loosely: one run, no repetitions)."""
+
+    def test_spmv_streams_its_share(self):
+        with tempfile.TemporaryDirectory(prefix="pskel-skel-mem-") as tmp:
+            tmp = pathlib.Path(tmp)
+            original = trace(tmp / "trace", [*launcher("mpich", 2), APPS / "spmv.mpich",
+                                             "-n", "52", "-i", "40", "-w", "0"])
+            meta = json.loads((original / "meta.json").read_text())
+            self.assertEqual(len(meta["stream_ns_per_byte"]), 2)
+            desc = build_skeleton(original, tmp / "skeleton", 1)
+            memory = desc["memory"]
+            for rank in range(2):
+                self.assertGreaterEqual(memory["footprint_bytes"][rank], 32 << 20, memory)
+                self.assertGreater(memory["share"][rank], 0, memory)
+                self.assertEqual(memory["working_set_bytes"][rank], memory["footprint_bytes"][rank])
+            source = pathlib.Path(desc["source"]).read_text()
+            self.assertIn(".memory = pskel_memory,", source)
+            pred = json.loads(ok(pskel("predict", tmp / "skeleton", "--json", "--repeat", "1"),
+                                 "pskel predict").stdout)
+            self.assertEqual(pred["errors"], 0)
+            traced = desc["traced_seconds"]
+            self.assertLess(abs(pred["predicted_elapsed_seconds"] - traced) / traced, 0.3,
+                            (pred, traced))
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -260,6 +260,40 @@ TEST_CASE("skeleton: an undisturbed trace leaves nothing out and warns of nothin
   CHECK(s.description["warnings"].empty());
 }
 
+TEST_CASE("skeleton: a rank whose data outgrew the caches streams its share of each gap") {
+  // 100 iterations of 2 x 1 ms of compute. Rank 0's data grew by 100 MB after MPI_Init;
+  // streaming it once at 0.01 ns per byte takes 1 ms of the 1.99 ms of compute per iteration
+  // (the first gap is the loop's entry). Rank 1's 20 MB fit in the caches.
+  auto w = halo_ring(2, 100, 1000000);
+  Built b = build(w);
+  b.trace.ranks[0].footprint_bytes = int64_t{100} << 20;
+  b.trace.ranks[1].footprint_bytes = int64_t{20} << 20;
+  b.trace.meta["stream_ns_per_byte"] = {0.01, 0.01};
+  sk::Skeleton s = generate(b);
+  const auto& memory = s.description["memory"];
+  const double expected = (100 << 20) * 0.01 / (199 * 1e6 / 100);
+  CHECK(memory["share"][0].get<double>() == doctest::Approx(expected));
+  CHECK(memory["share"][1] == 0.0);
+  CHECK(memory["working_set_bytes"][0].get<double>() == doctest::Approx(100 << 20));
+  CHECK(has(s.source, "static const double pskel_memory[2][4] = {"));
+  CHECK(has(s.source, ".memory = pskel_memory,"));
+
+  // Data that would take longer to stream than the compute: capped, some work stays core-bound.
+  b.trace.ranks[0].footprint_bytes = int64_t{1} << 30;
+  s = generate(b);
+  CHECK(s.description["memory"]["share"][0] == doctest::Approx(0.8));
+
+  // No stream calibration (a trace of an older tracer), or no samples: core-bound only.
+  b.trace.meta.erase("stream_ns_per_byte");
+  s = generate(b);
+  CHECK(s.description["memory"]["share"][0] == 0.0);
+  CHECK(!has(s.source, "pskel_memory"));
+  b.trace.meta["stream_ns_per_byte"] = {0.01, 0.01};
+  b.trace.ranks[0].footprint_bytes = -1;
+  s = generate(b);
+  CHECK(!has(s.source, "pskel_memory"));
+}
+
 TEST_CASE("skeleton: every rank sending before receiving is planned: receives first, one Waitall") {
   auto w = pskel::test::world(3);
   for (int r = 0; r < 3; ++r) {
@@ -425,15 +459,17 @@ TEST_CASE("skeleton: a loop tree of another trace is refused") {
 }
 
 TEST_CASE("skeleton: the runtime sources are embedded and listed for compiling") {
-  bool header = false, work = false;
+  bool header = false, work = false, stream = false;
   for (const sk::RuntimeFile& f : sk::runtime_files()) {
     header = header || (f.name == "pskel_runtime.h" && has(std::string(f.text), "pskel_begin"));
     work = work || (f.name == "work.c" && has(std::string(f.text), "pskel_work"));
+    stream = stream || (f.name == "stream.c" && has(std::string(f.text), "pskel_stream"));
   }
   CHECK(header);
   CHECK(work);
+  CHECK(stream);
   const auto units = sk::compile_units();
-  REQUIRE(units.size() == 3);
+  REQUIRE(units.size() == 4);
   CHECK(units[0] == "skeleton.c");
 }
 

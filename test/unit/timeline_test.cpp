@@ -312,6 +312,16 @@ TEST_CASE("SampleFileParses") {
   CHECK(s.sampler_cpu_ns == 777);
 }
 
+TEST_CASE("FootprintIsTheResidentMemoryGainedAfterTheFirstSample") {
+  std::vector<tr::ResourceSample> samples(4);
+  const int64_t rss[] = {30 << 20, -1, 330 << 20, 310 << 20};  // MPI's 30 MB, then the data
+  for (size_t i = 0; i < samples.size(); ++i) samples[i].rss_bytes = rss[i];
+  CHECK(tr::footprint_bytes(samples) == int64_t{300} << 20);
+  samples.resize(2);  // one known RSS: nothing to compare
+  CHECK(tr::footprint_bytes(samples) == -1);
+  CHECK(tr::footprint_bytes({}) == -1);
+}
+
 TEST_CASE("BadSampleFilesNameTheFileAndTheProblem") {
   auto other_run = tr::parse_samples("pskel-samples 1 0 run-y 100\n", "samples.0", 0, "run-x");
   REQUIRE(!other_run.ok());

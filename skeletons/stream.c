@@ -1,0 +1,98 @@
+#define _DEFAULT_SOURCE  /* MAP_ANONYMOUS and clock_gettime under -std=c11 */
+#include "stream.h"
+
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <time.h>
+
+enum { kLine = 64, kPage = 4096, kPasses = 5 };
+
+static double *set = NULL;   /* the working set: mmap'd, so that freeing returns it */
+static size_t set_bytes = 0;
+static size_t position = 0;  /* in doubles */
+
+static void *map(size_t bytes) {
+  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+int pskel_stream_setup(size_t bytes) {
+  pskel_stream_release();
+  bytes -= bytes % kLine;
+  if (bytes < kPage) bytes = kPage;
+  set = map(bytes);
+  if (set == NULL) return -1;
+  set_bytes = bytes;
+  const size_t n = bytes / sizeof *set;
+  for (size_t i = 0; i < n; i += kPage / sizeof *set) set[i] = 1.0;  /* every page resident */
+  position = 0;
+  return 0;
+}
+
+void pskel_stream_release(void) {
+  if (set != NULL) munmap(set, set_bytes);
+  set = NULL;
+  set_bytes = 0;
+  position = 0;
+}
+
+/* One pass over set[from, to): a read and a write of every element and two flops, no chain
+ * between elements (a running sum would bound it by the adder's latency, not by memory): bound
+ * by memory bandwidth once the set is larger than the caches. The stores keep it from being
+ * dropped. */
+static double sweep(double *data, size_t from, size_t to) {
+  for (size_t i = from; i < to; ++i) data[i] = data[i] * 0.5 + 1.0;
+  return to > from ? data[to - 1] : 0.0;
+}
+
+double pskel_stream(uint64_t bytes) {
+  if (set == NULL || bytes == 0) return 0.0;
+  const size_t n = set_bytes / sizeof *set;
+  uint64_t left = bytes / sizeof *set;
+  double sum = 0.0;
+  while (left > 0) {
+    const size_t chunk = left < n - position ? (size_t)left : n - position;
+    sum += sweep(set, position, position + chunk);
+    position = (position + chunk) % n;
+    left -= chunk;
+  }
+  return sum;
+}
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int by_value(const void *a, const void *b) {
+  const double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+double pskel_stream_calibrate(size_t bytes) {
+  double *saved = set;
+  const size_t saved_bytes = set_bytes, saved_position = position;
+  set = NULL;
+  if (pskel_stream_setup(bytes) != 0) {
+    set = saved;
+    set_bytes = saved_bytes;
+    position = saved_position;
+    return -1.0;
+  }
+  static volatile double sink;
+  sink = pskel_stream(set_bytes);  /* caches and TLB as they are in a long run */
+  double runs[kPasses];
+  for (int pass = 0; pass < kPasses; ++pass) {
+    const double t0 = now_seconds();
+    sink = pskel_stream(set_bytes);
+    runs[pass] = (now_seconds() - t0) * 1e9 / (double)set_bytes;
+  }
+  (void)sink;
+  pskel_stream_release();
+  set = saved;
+  set_bytes = saved_bytes;
+  position = saved_position;
+  qsort(runs, kPasses, sizeof *runs, by_value);
+  return runs[kPasses / 2];
+}

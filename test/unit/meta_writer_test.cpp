@@ -241,7 +241,7 @@ TEST_CASE("write_meta writes a calibration that is not finite as null") {
   CHECK(j["work_ns_per_unit"] == nlohmann::json::parse("[null, null, 2.5]"));
 }
 
-TEST_CASE("write_meta writes the calibrations of MPI_Finalize and of the probes once there are any") {
+TEST_CASE("write_meta writes the calibrations of MPI_Finalize, of the probes and of memory once there are any") {
   TempDir dir;
   MetaInfo m = sample_meta(dir.path());
   REQUIRE(write_meta(m));
@@ -254,6 +254,11 @@ TEST_CASE("write_meta writes the calibrations of MPI_Finalize and of the probes 
         nlohmann::json::parse("[1.5, null, 0.25]"));
   CHECK(read_json(dir.file("meta.json"))["work_ns_per_unit_in_run"] ==
         nlohmann::json::parse("[1.25, -1, 0.5]"));
+  CHECK_FALSE(read_json(dir.file("meta.json")).contains("stream_ns_per_byte"));
+  m.stream_ns_per_byte = {0.125, -1, std::numeric_limits<double>::infinity()};
+  REQUIRE(write_meta(m));
+  CHECK(read_json(dir.file("meta.json"))["stream_ns_per_byte"] ==
+        nlohmann::json::parse("[0.125, -1, null]"));
 }
 
 TEST_CASE("write_meta replaces an existing meta.json") {

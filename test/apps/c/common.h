@@ -113,6 +113,20 @@ static inline double add_up(const double *v, int m)
     return s;
 }
 
+static const char *app_program = "app"; /* o->name, set by app_begin */
+
+/* calloc, or a message naming the program and MPI_Abort: the large arrays of the memory-heavy
+ * programs. */
+static inline void *app_calloc(size_t count, size_t each)
+{
+    void *p = calloc(count, each);
+    if (!p) {
+        fprintf(stderr, "%s: out of memory (%zu x %zu bytes)\n", app_program, count, each);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    return p;
+}
+
 /* Rank 0 prints the one line of standard output. */
 static void report(const struct options *o, int rank, int size, double checksum)
 {
@@ -149,6 +163,7 @@ static int app_begin(int *argc, char ***argv, struct options *o, int *rank, int 
     o->iters = 10;
     o->work = 10;
     o->start = MPI_Wtime();
+    app_program = o->name;
     MPI_Comm_rank(MPI_COMM_WORLD, rank);
     MPI_Comm_size(MPI_COMM_WORLD, size);
     const int status = parse_options(*argc, *argv, o, *rank);

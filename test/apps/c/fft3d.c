@@ -31,16 +31,6 @@
 
 enum { TILE = 16 }; /* complex values per row of a tile of the transposition */
 
-static void *alloc(size_t count, size_t each)
-{
-    void *p = calloc(count, each);
-    if (!p) {
-        fprintf(stderr, "fft3d: out of memory (%zu x %zu bytes)\n", count, each);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-    return p;
-}
-
 /* The butterfly of complex a and b with twiddle (wr, wi), scaled by 1/sqrt 2. */
 static inline void butterfly(double *a, double *b, double wr, double wi)
 {
@@ -88,7 +78,7 @@ int main(int argc, char **argv)
 
     const MPI_Comm comm = MPI_COMM_WORLD;
     const double pi = acos(-1.0);
-    double *tw = alloc(n, sizeof *tw); /* w^k, k < n/2, as (cos, sin) pairs */
+    double *tw = app_calloc(n, sizeof *tw); /* w^k, k < n/2, as (cos, sin) pairs */
     for (int k = 0; k < n / 2; ++k) {
         tw[2 * k] = cos(2 * pi * k / n);
         tw[2 * k + 1] = -sin(2 * pi * k / n);
@@ -96,7 +86,7 @@ int main(int argc, char **argv)
 
     /* Complex (plane, y, x) of a local array is a[2 * ((plane * n + y) * wide + x)]. */
     const long line = 2L * wide, plane = line * n, total = plane * m, block = 2L * m * n * m;
-    double *a = alloc(total, sizeof *a), *b = alloc(total, sizeof *b), spare = 0.0;
+    double *a = app_calloc(total, sizeof *a), *b = app_calloc(total, sizeof *b), spare = 0.0;
     const int real_planes = rank * m >= n ? 0 : rank * m + m <= n ? m : n - rank * m;
     for (int l = 0; l < real_planes; ++l)
         for (long y = 0; y < n; ++y)

@@ -40,16 +40,6 @@ struct level {
 
 static int below, above; /* neighbour ranks, or MPI_PROC_NULL */
 
-static void *alloc(size_t count, size_t each)
-{
-    void *p = calloc(count, each);
-    if (!p) {
-        fprintf(stderr, "multigrid: out of memory (%zu x %zu bytes)\n", count, each);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-    return p;
-}
-
 /* The halo planes of a: MPI_Irecv of both, then MPI_Send of the top plane to the rank above and
  * of the bottom plane to the rank below, MPI_Waitall on the receives (NPB MG's comm3). */
 static void exchange(const struct level *g, double *a)
@@ -150,9 +140,9 @@ int main(int argc, char **argv)
     for (int s = o.n; levels < MAX_LEVELS; s /= 2) {
         const long w = s + 2;
         lv[levels] = (struct level){.s = s, .w = (int)w, .div = (double)(1L << levels)};
-        lv[levels].u = alloc(w * w * w, sizeof(double));
-        lv[levels].f = alloc(w * w * w, sizeof(double));
-        lv[levels].r = alloc(w * w * w, sizeof(double));
+        lv[levels].u = app_calloc(w * w * w, sizeof(double));
+        lv[levels].f = app_calloc(w * w * w, sizeof(double));
+        lv[levels].r = app_calloc(w * w * w, sizeof(double));
         ++levels;
         if (s / 2 < 2)
             break;

@@ -27,17 +27,6 @@
 #include "counts.h"
 #include "common.h"
 
-/* calloc, or a message and MPI_Abort. */
-static void *alloc(size_t count, size_t each)
-{
-    void *p = calloc(count, each);
-    if (!p) {
-        fprintf(stderr, "spmv: out of memory (%zu x %zu bytes)\n", count, each);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-    return p;
-}
-
 int main(int argc, char **argv)
 {
     struct options o = {.name = "spmv", .size_help = "side of each rank's cube of grid points",
@@ -60,9 +49,9 @@ int main(int argc, char **argv)
 
     /* The matrix: row i is grid point (x, y, z) = (i % n, i / n % n, i / plane) of this slab;
      * its columns index p, which holds the plane below, the slab, then the plane above. */
-    int64_t *start = alloc(rows + 1, sizeof *start);
-    int *col = alloc(27 * rows, sizeof *col);
-    double *val = alloc(27 * rows, sizeof *val);
+    int64_t *start = app_calloc(rows + 1, sizeof *start);
+    int *col = app_calloc(27 * rows, sizeof *col);
+    double *val = app_calloc(27 * rows, sizeof *val);
     int64_t nnz = 0;
     for (long i = 0; i < rows; ++i) {
         const long x = i % n, y = i / n % n, z = i / plane, gz = rank * (long)n + z;
@@ -80,8 +69,9 @@ int main(int argc, char **argv)
     }
     start[rows] = nnz;
 
-    double *b = alloc(rows, sizeof *b), *x = alloc(rows, sizeof *x), *r = alloc(rows, sizeof *r),
-           *q = alloc(rows, sizeof *q), *pfull = alloc(rows + 2 * plane, sizeof *pfull);
+    double *b = app_calloc(rows, sizeof *b), *x = app_calloc(rows, sizeof *x),
+           *r = app_calloc(rows, sizeof *r), *q = app_calloc(rows, sizeof *q),
+           *pfull = app_calloc(rows + 2 * plane, sizeof *pfull);
     double *p = pfull + plane; /* the slab's part of p */
     for (long i = 0; i < rows; ++i) {
         b[i] = 1.0 + 0.1 * ((rank * rows + i) % 10);

@@ -68,13 +68,14 @@ RobustMean robust_mean(std::span<const int64_t> values) {
   const double limit = mid + std::max({kSpreads * spread, kMinRise * std::abs(mid), kMinRiseNs});
   const double largest = median(maxima);
   std::vector<bool> burst(blocks);
-  size_t high = 0;
+  size_t deviating = 0, bursts = 0;
   for (size_t b = 0; b < blocks; ++b) {
     const double excess = sums[b] - mid * static_cast<double>(sizes[b]);
+    deviating += means[b] > limit ? 1 : 0;
     burst[b] = means[b] > limit && excess > kLargeSamples * largest;
-    high += burst[b] ? 1 : 0;
+    bursts += burst[b] ? 1 : 0;
   }
-  if (high == 0 || high > blocks / kBurstShare) return out;
+  if (bursts == 0 || deviating > blocks / kBurstShare) return out;
 
   double kept_sum = 0;
   size_t kept_n = 0;
@@ -84,7 +85,7 @@ RobustMean robust_mean(std::span<const int64_t> values) {
     kept_n += sizes[b];
   }
   out.mean = kept_sum / static_cast<double>(kept_n);
-  out.left_out = static_cast<uint32_t>(high);
+  out.left_out = static_cast<uint32_t>(bursts);
   return out;
 }
 

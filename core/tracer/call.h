@@ -3,7 +3,7 @@
 // per argument role of core/tracer/mpi_functions.tbl) and writes it when it goes out of scope.
 //
 // The methods every point-to-point call or collective goes through are defined inline below,
-// so that a wrapper compiles to straight-line code (docs/design.md: <= 150 ns per traced call); the
+// so that a wrapper compiles to straight-line code (docs/design.md: <= 100 ns per traced call); the
 // rare and the long ones (communicator registration, v-counts, completions) are in session.cpp.
 //
 // Threads: only the thread that called MPI_Init records. Calls from other threads pass
@@ -65,12 +65,19 @@ inline uint32_t type_bytes(MPI_Datatype type) {
   return derived_type_bytes(type);
 }
 
-inline trace::Record empty_record(trace::FunctionId function) {
-  trace::Record r{};
+// Fills `r` in place: built in a temporary and copied, its wide loads would wait for its
+// narrow stores (see TraceWriter::stage()).
+inline void reset_record(trace::Record& r, trace::FunctionId function) {
+  r = trace::Record{};
   r.function = static_cast<uint16_t>(function);
   r.comm = trace::kNoComm;
   r.peer = r.source = r.root = trace::kNoRank;
   r.tag = r.recv_tag = trace::kNoTag;
+}
+
+inline trace::Record empty_record(trace::FunctionId function) {
+  trace::Record r;
+  reset_record(r, function);
   return r;
 }
 
@@ -101,9 +108,9 @@ class StatusView {
 class Call {
  public:
   // REQUIRES: tracing(). Takes the start time.
-  explicit Call(trace::FunctionId function) : record_(empty_record(function)) {
+  explicit Call(trace::FunctionId function) : record_(g_session->writer.stage()) {
     g_recording = false;
-    g_session->aux.clear();
+    reset_record(record_, function);
     record_.t_start = now();
     g_session->sampler.at_call_start(record_.t_start);
   }
@@ -182,7 +189,7 @@ class Call {
   void complete(MPI_Request request, const MPI_Status& status);
   void close_v_collective();
 
-  trace::Record record_;
+  trace::Record& record_;  // the writer's staged record
   const CommInfo* comm_ = nullptr;
   bool at_root_ = true;
   bool in_place_ = false;
@@ -205,11 +212,11 @@ inline Call::~Call() {
                                                    : record_.recv_count * record_.recv_type_size;
   record_.bytes = sent + received;
   if (v_collective_) close_v_collective();
-  const AuxCut cut = cut_aux_words(record_.function, s.aux.size());
+  const AuxCut cut = cut_aux_words(record_.function, s.writer.staged_aux().size());
   record_.aux_words = cut.kept;
   if (cut.lost_requests) s.untracked_requests += cut.lost_requests;
   s.sampler.at_call_end(record_.t_end);
-  s.writer.append(record_, s.aux.data(), record_.aux_words);
+  s.writer.staged_done();
   g_recording = !s.finished;
 }
 

@@ -2,7 +2,7 @@
 //
 // Why not clock_gettime itself: on x86 it reads the TSC with a serialising instruction, which
 // waits for the traced call's pending loads and stores; measured inside a wrapper it costs
-// ~40 ns, twice per record, a third of the tracer's budget (docs/design.md: <= 150 ns per call).
+// ~40 ns, twice per record, most of the tracer's budget (docs/design.md: <= 100 ns per call).
 //
 // Where the kernel keeps CLOCK_MONOTONIC on the TSC itself (clocksource "tsc": the kernel found
 // it invariant and synchronised across CPUs), CLOCK_MONOTONIC is the TSC scaled linearly, up to

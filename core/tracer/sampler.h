@@ -1,12 +1,13 @@
-// The resource sampler: at the first MPI call after each PSKEL_SAMPLE_MS (default 100 ms) the
-// tracer appends the process's CPU time and resident memory, the traced thread's run-queue delay
-// (its wait for a CPU) and its node's CPU ticks and memory use to DIR/samples.<rank>
-// (docs/trace-format.md §10); in between, at the first call start or end after each
-// millisecond, it reads the run-queue delay alone and writes a short line when it grew (a busy node), so that the
-// wait can be taken out of the compute gap it fell in (trace/gaps.h). Sampled at MPI calls,
-// never by a thread (docs/design.md): the per-call cost is one comparison. It calls no MPI function
-// and throws nothing; a /proc file it cannot read gives -1 in that column, a file it cannot
-// write ends the sampling. Used by the traced thread only.
+// The resource sampler: at the first MPI call after each multiple of PSKEL_SAMPLE_MS (default
+// 100 ms) of the trace clock, the same moments on every rank, the tracer appends the process's
+// CPU time and resident memory, the traced thread's run-queue delay (its wait for a CPU) and its
+// node's CPU ticks and memory use to DIR/samples.<rank> (docs/trace-format.md §10); in between,
+// at the first call start or end after each millisecond, it reads the run-queue delay alone and
+// writes a short line when it grew (a busy node), so that the wait can be taken out of the
+// compute gap it fell in (trace/gaps.h). Sampled at MPI calls, never by a thread
+// (docs/design.md): the per-call cost is one comparison. It calls no MPI function and throws
+// nothing; a /proc file it cannot read gives -1 in that column, a file it cannot write ends the
+// sampling. Used by the traced thread only.
 // With each full sample it also runs a calibration probe: 0.5 ms of the work kernel
 // (skeletons/work.h) after the call it follows, so that the calibration of the trace is
 // measured in the conditions of the whole run, not of two 18 ms moments (docs/skeleton.md); a

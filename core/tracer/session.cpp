@@ -254,7 +254,6 @@ void start_session(FunctionId init_function, int64_t init_entry_mono) {
   PMPI_Comm_rank(MPI_COMM_WORLD, &s->rank);
   PMPI_Comm_size(MPI_COMM_WORLD, &s->size);
   PMPI_Comm_group(MPI_COMM_WORLD, &s->world_group);
-  s->aux.reserve(1024);
   s->captured.reserve(256);
 
   std::string run_id = s->rank == 0 ? make_run_id() : "";
@@ -402,7 +401,7 @@ void count_untraced_thread_call() {
 
 void Call::append_counts(const int* counts, int64_t* total) {
   const size_t n = comm_ ? comm_->world_ranks.size() : 0;
-  auto& aux = g_session->aux;
+  auto& aux = g_session->writer.staged_aux();
   aux.push_back(static_cast<int64_t>(n));
   *total = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -418,7 +417,7 @@ void Call::send_counts(const int* counts) {
   v_collective_ = true;
   send_side_written_ = true;
   if (in_place_ || counts == nullptr) {
-    g_session->aux.push_back(0);  // ignored by MPI: the pointer may be anything
+    g_session->writer.staged_aux().push_back(0);  // ignored by MPI: the pointer may be anything
     return;
   }
   append_counts(counts, &v_send_elements_);
@@ -427,7 +426,7 @@ void Call::send_counts(const int* counts) {
 
 void Call::recv_counts(const int* counts) {
   v_collective_ = true;
-  if (!send_side_written_) g_session->aux.push_back(0);
+  if (!send_side_written_) g_session->writer.staged_aux().push_back(0);
   send_side_written_ = true;
   recv_side_written_ = true;
   append_counts(counts, &v_recv_elements_);
@@ -435,8 +434,8 @@ void Call::recv_counts(const int* counts) {
 }
 
 void Call::close_v_collective() {
-  if (!send_side_written_) g_session->aux.push_back(0);
-  if (!recv_side_written_) g_session->aux.push_back(0);
+  if (!send_side_written_) g_session->writer.staged_aux().push_back(0);
+  if (!recv_side_written_) g_session->writer.staged_aux().push_back(0);
 }
 
 void Call::op(MPI_Op op) {
@@ -450,7 +449,7 @@ void Call::op(MPI_Op op) {
 
 void Call::new_comm(MPI_Comm comm) {
   const CommInfo* info = comm_info(comm);
-  g_session->aux.push_back(info ? info->id : trace::kNoComm);
+  g_session->writer.staged_aux().push_back(info ? info->id : trace::kNoComm);
 }
 
 void Call::free_comm(MPI_Comm comm) {
@@ -468,13 +467,15 @@ uint32_t request_id(MPI_Request request) {
 
 void Call::start_requests(int n, const MPI_Request* requests) {
   record_.count = n;
-  for (int i = 0; i < n; ++i) g_session->aux.push_back(request_id(requests[i]));
+  std::vector<int64_t>& aux = g_session->writer.staged_aux();
+  for (int i = 0; i < n; ++i) aux.push_back(request_id(requests[i]));
   if (n > 0) record_.request = request_id(requests[0]);
 }
 
 void Call::start_requests_fortran(int n, const MPI_Fint* requests) {
   record_.count = n;
-  for (int i = 0; i < n; ++i) g_session->aux.push_back(request_id(PMPI_Request_f2c(requests[i])));
+  std::vector<int64_t>& aux = g_session->writer.staged_aux();
+  for (int i = 0; i < n; ++i) aux.push_back(request_id(PMPI_Request_f2c(requests[i])));
   if (n > 0) record_.request = request_id(PMPI_Request_f2c(requests[0]));
 }
 
@@ -531,10 +532,11 @@ void Call::complete(MPI_Request request, const MPI_Status& status) {
   // The completion entry of docs/trace-format.md §4.5, word by word: building it in an array
   // first and copying that costs a store-forwarding stall per completed request.
   static_assert(trace::kCompletionWords == 4, "the completion layout of §4.5");
-  s.aux.push_back(info.id);
-  s.aux.push_back(source);
-  s.aux.push_back(tag);
-  s.aux.push_back(bytes);
+  std::vector<int64_t>& aux = s.writer.staged_aux();
+  aux.push_back(info.id);
+  aux.push_back(source);
+  aux.push_back(tag);
+  aux.push_back(bytes);
   recv_bytes_ = (recv_bytes_ < 0 ? 0 : recv_bytes_) + bytes;
   if (found && !info.persistent) s.requests.erase(handle_key(request));
 }

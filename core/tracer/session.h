@@ -61,7 +61,6 @@ struct Session {
   std::vector<MPI_Request> captured;
   std::vector<MPI_Status> scratch_statuses;
   std::vector<MPI_Fint> scratch_fortran_statuses;
-  std::vector<int64_t> aux;                        // the aux words of the open Call
   Sampler sampler;                                 // CPU and memory, checked at each call
   pid_t pid = 0;                                   // the process that traces (not a fork of it)
   bool finished = false;

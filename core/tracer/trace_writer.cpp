@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 
 #include "util/crc32c.h"
 
@@ -25,6 +26,7 @@ bool TraceWriter::open(const std::string& path, const trace::FileHeader& header,
   }
   capacity_ = buffer_bytes < sizeof(trace::Record) * 16 ? sizeof(trace::Record) * 16 : buffer_bytes;
   buffer_.reset(new unsigned char[capacity_]);
+  staged_aux_.reserve(1024);
   if (!write_all(&header, sizeof header)) return false;
   writable_ = capacity_;
   return true;
@@ -49,6 +51,32 @@ void TraceWriter::append_slow(const trace::Record& record, const int64_t* aux,
   if (aux_words) std::memcpy(buffer_.get() + used_ + sizeof record, aux, bytes - sizeof record);
   used_ += bytes;
   ++buffered_records_;
+}
+
+void TraceWriter::hold_back(const trace::Record& record, const int64_t* aux,
+                            size_t aux_words) {
+  int64_t words[sizeof record / sizeof(int64_t)];
+  static_assert(sizeof words == sizeof record);
+  std::memcpy(words, &record, sizeof record);
+  held_back_.insert(held_back_.end(), std::begin(words), std::end(words));
+  if (aux_words) held_back_.insert(held_back_.end(), aux, aux + aux_words);
+}
+
+// The staged record after records held back, or when it and its aux words do not fit in the
+// buffer, or the file is not writable.
+void TraceWriter::staged_done_slow() {
+  trace::Record record;
+  std::memcpy(&record, staged_, sizeof record);  // flushing may overwrite it in buffer_
+  staged_ = nullptr;
+  constexpr size_t kRecordWords = sizeof record / sizeof(int64_t);
+  for (size_t at = 0; at < held_back_.size();) {
+    trace::Record held;
+    std::memcpy(&held, &held_back_[at], sizeof held);
+    append_now(held, held_back_.data() + at + kRecordWords, held.aux_words);
+    at += kRecordWords + held.aux_words;
+  }
+  held_back_.clear();
+  append_now(record, staged_aux_.data(), record.aux_words);
 }
 
 void TraceWriter::flush() {

@@ -89,6 +89,22 @@ TEST_CASE("crc32c agrees with a bitwise reference at every length and misalignme
   CHECK(pskel::crc32c(data.data() + 1, 100) == reference_crc32c(data.data() + 1, 100));
 }
 
+TEST_CASE("crc32c agrees with the reference on inputs long enough for parallel lanes") {
+  // The SSE4.2 path runs three lanes of 4 KiB at once on inputs of 12 KiB and more: lengths
+  // around multiples of that, at several misalignments, and continued from a non-zero crc.
+  const auto data = pseudo_random_bytes(3 * 12288 + 64);
+  for (size_t n : {12287u, 12288u, 12289u, 12295u, 24576u, 30000u, 36864u, 36871u}) {
+    for (size_t offset : {0u, 1u, 7u}) {
+      if (offset + n > data.size()) continue;
+      CHECK_MESSAGE(pskel::crc32c(data.data() + offset, n) ==
+                        reference_crc32c(data.data() + offset, n),
+                    "offset " << offset << " length " << n);
+    }
+  }
+  const uint32_t head = pskel::crc32c(data.data(), 5);
+  CHECK(pskel::crc32c(data.data() + 5, 30000, head) == reference_crc32c(data.data(), 30005));
+}
+
 TEST_CASE("crc32c detects a single flipped bit") {
   auto data = pseudo_random_bytes(64);
   const uint32_t original = pskel::crc32c(data.data(), data.size());

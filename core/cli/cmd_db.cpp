@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <pwd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <nlohmann/json.hpp>
@@ -15,6 +16,7 @@
 #include "config/config.h"
 #include "export/export.h"
 #include "guard/heartbeat.h"
+#include "report/report.h"
 #include "store/store.h"
 #include "util/json_text.h"
 #include "util/text.h"
@@ -201,46 +203,104 @@ int write_export(const DbOptions& o) {
   return 0;
 }
 
-int report(const DbOptions& o) {
+nlohmann::json figures_json(const report::Figures& f) {
+  const auto pct = [&](double v) { return f.jobs ? nlohmann::json(v) : nlohmann::json(); };
+  return {{"limited", f.limited}, {"jobs", f.jobs}, {"extended", f.extended},
+          {"killed", f.killed}, {"mean_signed_error_pct", pct(f.mean_signed_error_pct)},
+          {"mean_abs_error_pct", pct(f.mean_abs_error_pct)},
+          {"max_abs_error_pct", pct(f.max_abs_error_pct)}};
+}
+
+// The whole report as JSON: the numbers the page plots, per application and overall.
+nlohmann::json report_json(const report::Report& rep, const std::string& heartbeat_path,
+                           const guard::Heartbeat& heartbeat) {
+  nlohmann::json out;
+  out["guard"] = {{"running", heartbeat.alive},
+                  {"heartbeat_age_seconds", heartbeat.present ? nlohmann::json(heartbeat.age_seconds)
+                                                              : nlohmann::json()},
+                  {"heartbeat", heartbeat_path}};
+  out["overall"] = figures_json(rep.overall);
+  out["applications"] = nlohmann::json::array();
+  for (const report::AppReport& app : rep.apps) {
+    const store::Accuracy& r = app.accuracy;
+    nlohmann::json j = app_json(r.app);
+    j.update(figures_json(app.figures));
+    j["timeouts"] = r.timeouts;
+    j["mean_predicted_seconds"] = r.mean_predicted;
+    j["mean_actual_seconds"] = r.mean_actual;
+    j["outcomes"] = nlohmann::json::array();
+    for (const store::Outcome& o : app.outcomes) {
+      double error = 0;
+      const bool known = report::signed_error_pct(o, &error);
+      j["outcomes"].push_back({{"job_id", o.job_id},
+                               {"predicted_seconds", o.predicted_seconds},
+                               {"actual_seconds", o.actual_seconds >= 0 ? nlohmann::json(o.actual_seconds)
+                                                                        : nlohmann::json()},
+                               {"signed_error_pct", known ? nlohmann::json(error) : nlohmann::json()},
+                               {"limit_minutes", o.limit_minutes},
+                               {"state", o.state},
+                               {"recorded", o.recorded}});
+    }
+    out["applications"].push_back(std::move(j));
+  }
+  return out;
+}
+
+int report(const DbOptions& o, const std::string& html) {
   auto db = open_store(o, store::Access::ReadOnly);
   if (!db) return fail(db.error().line());
   auto rows = db.value().store.report(db.value().uid);
   if (!rows) return fail(rows.error().line());
+  std::vector<report::AppReport> apps;
+  for (const store::Accuracy& row : rows.value()) {
+    auto outcomes = db.value().store.outcomes(row.app.id);
+    if (!outcomes) return fail(outcomes.error().line());
+    apps.push_back({row, std::move(outcomes).value(), {}});
+  }
   const std::string& heartbeat_path = db.value().conf.heartbeat_file;
-  const guard::Heartbeat heartbeat = guard::read_heartbeat(heartbeat_path, std::time(nullptr));
-  if (o.json) {
-    nlohmann::json out;
-    out["guard"] = {{"running", heartbeat.alive},
-                    {"heartbeat_age_seconds", heartbeat.present ? nlohmann::json(heartbeat.age_seconds)
-                                                                : nlohmann::json()},
-                    {"heartbeat", heartbeat_path}};
-    out["applications"] = nlohmann::json::array();
-    for (const store::Accuracy& r : rows.value()) {
-      nlohmann::json j = app_json(r.app);
-      j["limited"] = r.limited;
-      j["extended"] = r.extended;
-      j["killed"] = r.killed_at_pskel_limit;
-      j["timeouts"] = r.timeouts;
-      j["jobs"] = r.jobs;
-      j["mean_abs_error_pct"] = r.mean_abs_error_pct;
-      j["max_abs_error_pct"] = r.max_abs_error_pct;
-      j["mean_predicted_seconds"] = r.mean_predicted;
-      j["mean_actual_seconds"] = r.mean_actual;
-      out["applications"].push_back(std::move(j));
+  const std::time_t now = std::time(nullptr);
+  const guard::Heartbeat heartbeat = guard::read_heartbeat(heartbeat_path, now);
+  const report::Report rep = report::make_report(
+      std::move(apps), guard::describe(heartbeat, heartbeat_path), heartbeat.alive, now);
+  if (!html.empty()) {
+    // Written beside and renamed: a page being read is never half written.
+    const std::string tmp = html + ".tmp";
+    std::FILE* f = std::fopen(tmp.c_str(), "w");
+    const std::string page = report::report_html(rep);
+    const bool ok = f && std::fwrite(page.data(), 1, page.size(), f) == page.size();
+    if (f && std::fclose(f) != 0) return fail(html + ": cannot write");
+    if (!ok || std::rename(tmp.c_str(), html.c_str()) != 0) {
+      std::remove(tmp.c_str());
+      return fail(html + ": cannot write");
     }
-    fmt::print("{}\n", json_text(out, 2));
+  }
+  if (o.json) {
+    fmt::print("{}\n", json_text(report_json(rep, heartbeat_path, heartbeat), 2));
+    return 0;
+  }
+  if (!html.empty()) {
+    fmt::print("report: {} application(s), {} limit(s) set, written to {}\n", rep.apps.size(),
+               rep.overall.limited, html);
     return 0;
   }
   // The guard first: without it, pskel's limits are not safe (docs/guard.md).
-  fmt::print("guard: {}\n\n", guard::describe(heartbeat, heartbeat_path));
-  fmt::print("{:<12} {:<32} {:>7} {:>8} {:>6} {:>10} {:>10} {:>11} {:>10}\n", "user", "application",
-             "limited", "extended", "killed", "mean err%", "max err%", "predicted s", "actual s");
-  for (const auto& r : rows.value())
-    fmt::print("{:<12} {:<32} {:>7} {:>8} {:>6} {:>10.1f} {:>10.1f} {:>11.1f} {:>10.1f}\n",
-               shown(r.app.user), shown(r.app.key), r.limited, r.extended, r.killed_at_pskel_limit,
-               r.mean_abs_error_pct, r.max_abs_error_pct, r.mean_predicted, r.mean_actual);
+  fmt::print("guard: {}\n\n", rep.guard);
+  fmt::print("{:<12} {:<32} {:>7} {:>8} {:>6} {:>10} {:>10} {:>10} {:>11} {:>10}\n", "user",
+             "application", "limited", "extended", "killed", "mean err%", "signed%", "max err%",
+             "predicted s", "actual s");
+  for (const report::AppReport& app : rep.apps) {
+    const store::Accuracy& r = app.accuracy;
+    const report::Figures& f = app.figures;
+    const auto pct = [&](double v, const char* format) {
+      return f.jobs ? fmt::format(fmt::runtime(format), v) : std::string("-");
+    };
+    fmt::print("{:<12} {:<32} {:>7} {:>8} {:>6} {:>10} {:>10} {:>10} {:>11.1f} {:>10.1f}\n",
+               shown(r.app.user), shown(r.app.key), f.limited, f.extended, f.killed,
+               pct(f.mean_abs_error_pct, "{:.1f}"), pct(f.mean_signed_error_pct, "{:+.1f}"),
+               pct(f.max_abs_error_pct, "{:.1f}"), r.mean_predicted, r.mean_actual);
+  }
   fmt::print("\nkilled: jobs ended TIMEOUT at a limit pskel set (the guard keeps it at 0); "
-             "err%: |predicted - actual| / actual\n");
+             "err%: |predicted - actual| / actual; signed%: (predicted - actual) / actual\n");
   return 0;
 }
 
@@ -272,10 +332,19 @@ Subcommand add_db_command(CLI::App& app) {
 
 Subcommand add_report_command(CLI::App& app) {
   auto o = std::make_shared<DbOptions>();
+  auto html = std::make_shared<bool>(false);
+  auto output = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand(
       "report", "Prediction accuracy per application (jobs whose limit pskel set)");
   add_common(cmd, *o);
-  return {cmd, [o]() { return report(*o); }};
+  cmd->add_flag("--html", *html,
+                "Write the report as one self-contained HTML page (plots inline, nothing fetched)");
+  cmd->add_option("-o,--output", *output, "The page --html writes");
+  return {cmd, [o, html, output]() {
+    if (*html && output->empty()) return fail("report: --html needs -o FILE");
+    if (!*html && !output->empty()) return fail("report: -o is for --html");
+    return report(*o, *html ? *output : std::string());
+  }};
 }
 
 }  // namespace pskel::cli

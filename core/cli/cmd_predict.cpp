@@ -17,6 +17,7 @@
 
 #include "child/child.h"
 #include "commands.h"
+#include "progress/progress.h"
 #include "util/json_text.h"
 
 namespace pskel::cli {
@@ -159,7 +160,11 @@ int run(const Options& opt) {
     if (opt.repeat > 0) return static_cast<int>(runs.size()) < opt.repeat;
     return runs.empty() || (measured < opt.min_seconds && static_cast<int>(runs.size()) < kMaxAutoRuns);
   };
+  progress::Progress progress_line("pskel predict", progress::wanted(opt.json));
+  progress_line.phase("skeleton runs");
   while (more()) {
+    progress_line.detail(
+        fmt::format("run {}, {:.1f} s of skeleton time measured", runs.size() + 1, measured));
     const child::Result p = child::run(command, launch);
     if (!p.started || p.interrupted) return fail(p.failure());
     if (p.timed_out) return fail(binary + ": " + p.failure());
@@ -175,6 +180,8 @@ int run(const Options& opt) {
     measured += r.skeleton;
     runs.push_back(r);
   }
+  progress_line.detail(fmt::format("{} run(s), {:.1f} s of skeleton time", runs.size(), measured));
+  progress_line.done();
   std::vector<double> walls, predicted, skeletons, weighted, startups;
   long errors = 0;
   for (const Run& r : runs) {

@@ -12,6 +12,7 @@
 
 #include "child/child.h"
 #include "commands.h"
+#include "progress/progress.h"
 #include "util/json_text.h"
 #include "compress/compress.h"
 #include "flavour/flavour.h"
@@ -85,12 +86,20 @@ int run(const Options& opt) {
   }
 
   const auto start = std::chrono::steady_clock::now();
+  progress::Progress progress_line("pskel skeleton", progress::wanted(opt.json));
+  progress_line.phase("read trace");
   auto read = read_complete_trace(opt.dir);
   if (!read) return fail(read.error().line());
   const trace::TraceSet& trace = read.value();
+  progress_line.detail(fmt::format("{} ranks", trace.ranks.size()));
+  progress_line.phase("merge");
   const merge::MergedTrace merged = merge::merge(trace);
+  progress_line.detail(fmt::format("{} events", merged.symbols().size()));
+  progress_line.phase("loop compression");
   const compress::Sequence folded = compress::compress(merged.symbols());
+  progress_line.phase("loop tree");
   const looptree::LoopTree tree = looptree::build(trace, merged, folded);
+  progress_line.phase("generate");
 
   skeleton::Options options;
   options.scale = k;
@@ -141,6 +150,7 @@ int run(const Options& opt) {
   desc["name"] = options.name;
 
   if (opt.compile) {
+    progress_line.phase("compile");
     const char* path_env = std::getenv("PATH");
     if (flavour::resolve_program(cc, path_env ? path_env : "/usr/bin:/bin").empty())
       return fail(fmt::format("MPI compiler {} not found (the trace was made with MPI \"{}\"; install "
@@ -164,6 +174,7 @@ int run(const Options& opt) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!write_file(out / "skeleton.json", json_text(desc, 2) + "\n"))
     return fail(fmt::format("{}: cannot write", (out / "skeleton.json").string()));
+  progress_line.done();
 
   if (opt.json) {
     fmt::print("{}\n", json_text(desc, 2));

@@ -26,6 +26,7 @@ Subcommand add_report_command(CLI::App& app);     // cmd_db.cpp
 Subcommand add_timeline_command(CLI::App& app);   // cmd_timeline.cpp
 Subcommand add_place_command(CLI::App& app);      // cmd_place.cpp
 Subcommand add_simulate_command(CLI::App& app);   // cmd_simulate.cpp
+Subcommand add_doctor_command(CLI::App& app);     // cmd_doctor.cpp
 
 // `pskel compress DIR`: merge + loop compression of a trace directory (cmd_compress_trace.cpp).
 struct CompressTraceArgs {

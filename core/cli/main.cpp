@@ -8,11 +8,13 @@
 #include <vector>
 
 #include "commands.h"
+#include "progress/progress.h"
 #include "util/text.h"
 
 namespace pskel::cli {
 
 int fail(const std::string& line) {
+  progress::clear_terminal_line();  // a progress line under way
   // One line whatever the error quotes (a path or trace field with a newline or invalid UTF-8).
   fmt::print(stderr, "pskel: {}\n", one_line(line, 4096));
   return 1;
@@ -37,6 +39,7 @@ int main(int argc, char** argv) {
       pskel::cli::add_timeline_command(app),
       pskel::cli::add_place_command(app),
       pskel::cli::add_simulate_command(app),
+      pskel::cli::add_doctor_command(app),
   };
   try {
     app.parse(argc, argv);

@@ -32,10 +32,30 @@ uint32_t crc32c_table(const unsigned char* p, size_t n, uint32_t crc) {
 // is the CRC register after n zero bytes from c, a linear map of c's 32 bits, tabled below.
 constexpr size_t kLaneBytes = 4096;
 
-// The register after `n` zero bytes from `crc` (bitwise: for the constexpr tables only).
-constexpr uint32_t after_zeros(uint32_t crc, size_t n) {
-  for (size_t i = 0; i < n; ++i) crc = kTable[crc & 0xFF] ^ (crc >> 8);
-  return crc;
+// The CRC register's map over n zero bytes as the images of its 32 bits (a 32 x 32 matrix over
+// GF(2)), built by squaring the map of one zero byte: feeding n zero bytes one by one takes more
+// steps than compilers allow a constant expression. REQUIRES: n a power of two.
+using BitImages = std::array<uint32_t, 32>;
+
+constexpr uint32_t apply(const BitImages& map, uint32_t c) {
+  uint32_t out = 0;
+  for (int b = 0; b < 32; ++b)
+    if (c >> b & 1) out ^= map[b];
+  return out;
+}
+
+constexpr BitImages zero_bytes_map(size_t n) {
+  BitImages map{};
+  for (int b = 0; b < 32; ++b) {
+    const uint32_t c = uint32_t{1} << b;
+    map[b] = kTable[c & 0xFF] ^ (c >> 8);
+  }
+  for (size_t bytes = 1; bytes < n; bytes *= 2) {
+    BitImages squared{};
+    for (int b = 0; b < 32; ++b) squared[b] = apply(map, map[b]);
+    map = squared;
+  }
+  return map;
 }
 
 // shift(c, n) for a fixed n as four byte-indexed tables: the map of each of c's bytes.
@@ -48,8 +68,7 @@ struct ShiftTable {
 };
 
 constexpr ShiftTable make_shift_table(size_t n) {
-  std::array<uint32_t, 32> bit_image{};
-  for (int b = 0; b < 32; ++b) bit_image[b] = after_zeros(uint32_t{1} << b, n);
+  const BitImages bit_image = zero_bytes_map(n);
   ShiftTable t{};
   for (int k = 0; k < 4; ++k)
     for (uint32_t v = 0; v < 256; ++v)
@@ -58,6 +77,7 @@ constexpr ShiftTable make_shift_table(size_t n) {
   return t;
 }
 
+static_assert((kLaneBytes & (kLaneBytes - 1)) == 0, "zero_bytes_map squares: a power of two");
 constexpr ShiftTable kShiftOneLane = make_shift_table(kLaneBytes);
 constexpr ShiftTable kShiftTwoLanes = make_shift_table(2 * kLaneBytes);
 

@@ -411,8 +411,9 @@ TEST_CASE("RunQueueDelayLinesOutOfPlaceAreErrors") {
       {"pskel-samples 3 0 run-x 100\np 50 1\nd 49 2\n", "line 3 goes back in time"},
   };
   for (const auto& [text, problem] : cases) {
-    CAPTURE(text);
-    auto r = tr::parse_samples(text, "samples.0", 0, "run-x");
+    const std::string samples = text;  // clang 14 cannot capture a structured binding
+    CAPTURE(samples);
+    auto r = tr::parse_samples(samples, "samples.0", 0, "run-x");
     REQUIRE(!r.ok());
     CHECK(r.error().line() == std::string("samples.0: corrupt: ") + problem);
   }

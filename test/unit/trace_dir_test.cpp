@@ -339,7 +339,8 @@ TEST_CASE("ARecordTimeOutOfAnyRunsRangeIsCorruption") {
   for (const auto& [t_start, t_end] : std::vector<std::pair<int64_t, int64_t>>{
            {INT64_MAX - 10, INT64_MAX}, {4'600'000'000'000'000'000, 4'600'000'000'000'000'001},
            {1'000, 999}, {INT64_MIN, 0}}) {
-    CAPTURE(t_start);
+    const int64_t start = t_start;  // clang 14 cannot capture a structured binding
+    CAPTURE(start);
     Entry e = event(tr::FunctionId::MPI_Send, 1, 100);
     e.record.t_start = t_start;
     e.record.t_end = t_end;

@@ -53,8 +53,14 @@ def why_no_namespaces():
     return ""
 
 
+# With PSKEL_PACKAGES=DIR, the cluster runs pskel as installed from its Debian packages
+# (scripts/package) rather than from the build tree: what a site installs is what is tested.
+PACKAGES = os.environ.get("PSKEL_PACKAGES", "")
+
+
 def cluster(*args, directory):
-    r = subprocess.run([sys.executable, CLUSTER, *args, "--dir", directory, "--build", BUILD],
+    source = ["--packages", PACKAGES] if PACKAGES and args[0] == "up" else ["--build", BUILD]
+    r = subprocess.run([sys.executable, CLUSTER, *args, "--dir", directory, *source],
                        capture_output=True, text=True, timeout=1800)
     if r.returncode != 0:
         raise AssertionError(f"scripts/cluster {args[0]} failed ({r.returncode}):\n{r.stderr}")
@@ -158,6 +164,17 @@ class VirtualCluster(unittest.TestCase):
         self.assertEqual(shown.returncode, 0, shown.stderr)
         self.assertEqual(json.loads(shown.stdout)["nodes"], 2)
         self.assertIn('"host":"node2"', page.read_text())
+
+    def test_doctor_passes_on_the_cluster(self):
+        """`pskel doctor` on the controller of a correctly set up cluster: the real slurm.conf,
+        plugstack.conf, scontrol and guard; every check passes or does not apply."""
+        r = self.slurm(self.env_pskel(), "doctor", "--json")
+        checks = json.loads(r.stdout)["checks"]
+        self.assertEqual(r.returncode, 0, r.stdout)
+        self.assertEqual([c["name"] for c in checks if c["status"] == "fail"], [])
+        passed = {c["name"] for c in checks if c["status"] == "ok"}
+        for name in ("SPANK plugin", "job_submit plugin", "JobSubmitPlugins", "guard", "SpoolDir"):
+            self.assertIn(name, passed, r.stdout)
 
     def env_pskel(self):
         return shutil.which("pskel", path=self.env["PATH"])

@@ -3,7 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <cstdio>
-#include <regex>
+#include <sstream>
+#include <vector>
 #include <string>
 
 #include "progress/progress.h"
@@ -11,6 +12,21 @@
 using pskel::progress::Progress;
 
 namespace {
+
+// The lines of `text` with each time ("0.00 s") replaced by "T s". Not std::regex: GCC 12's
+// -Wmaybe-uninitialized misfires inside it under the sanitizers.
+std::vector<std::string> without_times(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    const size_t s = line.find(" s");
+    const size_t start = line.rfind(' ', s - 1);
+    if (s != std::string::npos && start != std::string::npos)
+      line.replace(start + 1, s - start - 1, "T");
+    lines.push_back(line);
+  }
+  return lines;
+}
 
 std::string contents(std::FILE* f) {
   std::fflush(f);
@@ -37,10 +53,10 @@ TEST_CASE("off a terminal a successful command prints one line per phase, at its
     CHECK(contents(f).empty());  // nothing before the command is done
     p.done();
   }
-  const std::string text = contents(f);
-  CHECK(std::regex_match(text, std::regex("pskel test: read [0-9.]+ s \\(2 ranks\\)\n"
-                                          "pskel test: merge [0-9.]+ s \\(step 999\\)\n"
-                                          "pskel test: compile [0-9.]+ s\n")));
+  CHECK(without_times(contents(f)) == std::vector<std::string>{
+                                          "pskel test: read T s (2 ranks)",
+                                          "pskel test: merge T s (step 999)",
+                                          "pskel test: compile T s"});
   std::fclose(f);
 }
 

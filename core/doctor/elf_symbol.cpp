@@ -10,25 +10,16 @@
 #include <cstdio>
 #include <cstring>
 
+#include "flavour/flavour.h"
 #include "util/safe_dir.h"
 
 namespace pskel::doctor {
 namespace {
 
+using flavour::read_exact;
+
 constexpr uint16_t kMaxSections = 4096;
 constexpr uint64_t kMaxSymbols = 1 << 20;
-
-bool read_exact(int fd, uint64_t offset, void* out, size_t n) {
-  auto* p = static_cast<char*>(out);
-  while (n > 0) {
-    const ssize_t got = ::pread(fd, p, n, static_cast<off_t>(offset));
-    if (got <= 0) return false;
-    p += got;
-    n -= static_cast<size_t>(got);
-    offset += static_cast<uint64_t>(got);
-  }
-  return true;
-}
 
 bool read_section_header(int fd, const Elf64_Ehdr& eh, uint64_t index, Elf64_Shdr* out) {
   return index < eh.e_shnum &&

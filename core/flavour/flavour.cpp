@@ -29,6 +29,13 @@ class Fd {
   int fd_;
 };
 
+bool is_executable_file(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
+
+}  // namespace
+
 bool read_exact(int fd, uint64_t offset, void* out, size_t n) {
   auto* p = static_cast<char*>(out);
   while (n > 0) {
@@ -40,13 +47,6 @@ bool read_exact(int fd, uint64_t offset, void* out, size_t n) {
   }
   return true;
 }
-
-bool is_executable_file(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
-}
-
-}  // namespace
 
 Result<std::vector<std::string>> elf_needed_libraries(const std::string& path) {
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));

@@ -5,6 +5,8 @@
 // Thread safety: all functions are reentrant (they read files and their arguments only).
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +17,10 @@ namespace pskel::flavour {
 
 inline constexpr const char* kMpich = "mpich";
 inline constexpr const char* kOpenMpi = "openmpi";
+
+// Reads exactly `n` bytes at `offset` of `fd` (pread, retried on short reads): false at the
+// end of the file or on an error. The ELF readers' one way to read (also core/doctor's).
+bool read_exact(int fd, uint64_t offset, void* out, size_t n);
 
 // The shared libraries an ELF64 file needs, or an Error if it is not a readable ELF64 file.
 // Reads only the ELF header, the program headers, the dynamic section and the strings it names.

@@ -27,26 +27,6 @@
 namespace pskel::config {
 namespace {
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-  return out;
-}
-
-std::vector<std::string> split_list(const std::string& value) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= value.size()) {
-    const size_t comma = value.find(',', start);
-    const std::string item =
-        value.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (!item.empty()) out.push_back(item);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
-}
-
 // One setter per key: returns "" when the value is accepted, else why it is not.
 using Setter = std::function<std::string(Config&, const std::string&)>;
 
@@ -161,6 +141,26 @@ Config Config::defaults() {
   c.tracer_openmpi = std::string(PSKEL_TRACER_DIR) + "/libpskel-trace-openmpi.so";
   c.pskel = std::string(PSKEL_BINDIR) + "/pskel";
   return c;
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  return out;
+}
+
+std::vector<std::string> split_list(const std::string& value, char separator) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= value.size()) {
+    const size_t at = value.find(separator, start);
+    const std::string item =
+        value.substr(start, at == std::string::npos ? std::string::npos : at - start);
+    if (!item.empty()) out.push_back(item);
+    if (at == std::string::npos) break;
+    start = at + 1;
+  }
+  return out;
 }
 
 bool parse_u64(std::string_view s, uint64_t* out) {

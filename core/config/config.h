@@ -82,6 +82,13 @@ struct Pair {
 };
 Result<std::vector<Pair>> split_pairs(std::string_view line);
 
+// A key as the files of Slurm's style compare it: ASCII lower case (keys are case-insensitive).
+// Shared with `pskel doctor`'s reader of slurm.conf.
+std::string lower(std::string_view s);
+// The items of a `separator`-separated list value (CalibratePartitions, PluginDir,
+// JobSubmitPlugins), empty items dropped.
+std::vector<std::string> split_list(const std::string& value, char separator = ',');
+
 // Strict number parsing for config values (whole string, no sign surprises).
 bool parse_u64(std::string_view s, uint64_t* out);
 bool parse_double(std::string_view s, double* out);

@@ -11,7 +11,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <optional>
-#include <sstream>
 
 #include "child/child.h"
 #include "config/config.h"
@@ -49,14 +48,6 @@ class Report {
 std::string base_name(const std::string& path) {
   const size_t slash = path.rfind('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
-std::vector<std::string> split(const std::string& text, char separator) {
-  std::vector<std::string> parts;
-  std::stringstream in(text);
-  for (std::string part; std::getline(in, part, separator);)
-    if (!part.empty()) parts.push_back(part);
-  return parts;
 }
 
 bool is_file(const std::string& path) {
@@ -163,7 +154,7 @@ void check_root_directory(Report& r, const std::string& name, const std::string&
 }
 
 void check_epilog(Report& r, const SlurmConf& slurm) {
-  for (const std::string& epilog : split(slurm.get("Epilog"), ','))
+  for (const std::string& epilog : config::split_list(slurm.get("Epilog")))
     if (base_name(epilog) == kEpilogScript) {
       r.fail("EpilogSlurmctld", "Epilog=" + epilog + " runs pskel's epilog on every node",
              "move it to EpilogSlurmctld= in " + slurm.path + " (once per job, on the controller)");
@@ -301,8 +292,8 @@ std::vector<Check> run_doctor(const Options& o) {
   }
   const SlurmConf& slurm = slurm_loaded.value();
   r.ok("slurm.conf", slurm.path);
-  const std::string conf_dir = slurm.path.substr(0, slurm.path.rfind('/'));
-  std::vector<std::string> plugin_dirs = split(slurm.get("PluginDir"), ':');
+  const std::string conf_dir = slurm.dir();
+  std::vector<std::string> plugin_dirs = config::split_list(slurm.get("PluginDir"), ':');
   if (plugin_dirs.empty()) plugin_dirs = {PSKEL_SLURM_PLUGIN_DIR};
 
   // plugstack.conf: the SPANK plugin's line, whose arguments may name pskel.conf and override it.
@@ -374,7 +365,7 @@ std::vector<Check> run_doctor(const Options& o) {
     else
       check_plugin(r, "job_submit plugin", job_submit, version);
     bool listed = false;
-    for (const std::string& plugin : split(slurm.get("JobSubmitPlugins"), ','))
+    for (const std::string& plugin : config::split_list(slurm.get("JobSubmitPlugins")))
       listed |= plugin == "pskel" || plugin == "job_submit/pskel";
     if (listed)
       r.ok("JobSubmitPlugins", "JobSubmitPlugins=" + slurm.get("JobSubmitPlugins"));

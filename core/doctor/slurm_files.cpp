@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 
 #include "config/config.h"
 #include "util/file_read.h"
@@ -13,14 +12,10 @@
 namespace pskel::doctor {
 namespace {
 
+using config::lower;
+
 constexpr uint64_t kMaxConfBytes = 4 << 20;
 constexpr int kMaxIncludeDepth = 16;
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 std::string_view trim(std::string_view s) {
   const auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\r'; };
@@ -125,6 +120,8 @@ std::string SlurmConf::get(std::string_view key, const std::string& fallback) co
   const auto it = values.find(lower(key));
   return it == values.end() || it->second.empty() ? fallback : it->second.back();
 }
+
+std::string SlurmConf::dir() const { return directory_of(path); }
 
 std::vector<std::string> SlurmConf::all(std::string_view key) const {
   const auto it = values.find(lower(key));

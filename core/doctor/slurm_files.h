@@ -22,6 +22,8 @@ struct SlurmConf {
   std::string get(std::string_view key, const std::string& fallback = "") const;
   // Every value of a key that may be given more than once (SlurmctldHost).
   std::vector<std::string> all(std::string_view key) const;
+  // The directory slurm.conf is in, which Slurm's other files default to.
+  std::string dir() const;
 };
 
 // Parses slurm.conf text (`origin` names it in errors) into `conf`. Lines that describe a node,

@@ -1,17 +1,12 @@
 #include "elf_symbol.h"
 
 #include <elf.h>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
 
 #include "flavour/flavour.h"
-#include "util/safe_dir.h"
 
 namespace pskel::doctor {
 namespace {
@@ -44,14 +39,11 @@ std::string slurm_version_text(uint32_t v) {
 }
 
 Result<uint32_t> read_u32_symbol(const std::string& path, const std::string& name) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-  if (fd.get() < 0) return Error{path, std::string("cannot open: ") + std::strerror(errno)};
-  struct stat st;
-  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return Error{path, "not a regular file"};
-  Elf64_Ehdr eh;
-  if (!read_exact(fd.get(), 0, &eh, sizeof eh) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
-      eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB)
-    return Error{path, "not a little-endian ELF64 file"};
+  auto file = flavour::open_elf64(path);
+  if (!file) return file.error();
+  const UniqueFd& fd = file.value().fd;
+  const Elf64_Ehdr& eh = file.value().header;
+  if (eh.e_ident[EI_DATA] != ELFDATA2LSB) return Error{path, "not a little-endian ELF64 file"};
   if (eh.e_shentsize < sizeof(Elf64_Shdr) || eh.e_shnum > kMaxSections)
     return Error{path, "bad ELF section header table"};
   for (uint16_t i = 0; i < eh.e_shnum; ++i) {

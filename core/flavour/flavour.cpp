@@ -15,20 +15,6 @@ constexpr uint16_t kMaxProgramHeaders = 256;
 constexpr uint64_t kMaxDynamicBytes = 64 * 1024;
 constexpr size_t kMaxLibraryName = 4096;
 
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 bool is_executable_file(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
@@ -48,15 +34,26 @@ bool read_exact(int fd, uint64_t offset, void* out, size_t n) {
   return true;
 }
 
-Result<std::vector<std::string>> elf_needed_libraries(const std::string& path) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-  if (fd.get() < 0) return Error{path, std::string("cannot open: ") + std::strerror(errno)};
+Result<Elf64File> open_elf64(const std::string& path) {
+  Elf64File file;
+  file.fd = UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (file.fd.get() < 0) return Error{path, std::string("cannot open: ") + std::strerror(errno)};
   struct stat st;
-  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return Error{path, "not a regular file"};
-  Elf64_Ehdr eh;
-  if (!read_exact(fd.get(), 0, &eh, sizeof eh) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
-      eh.e_ident[EI_CLASS] != ELFCLASS64)
+  if (::fstat(file.fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
+    return Error{path, "not a regular file"};
+  file.size = static_cast<uint64_t>(st.st_size);
+  Elf64_Ehdr& eh = file.header;
+  if (!read_exact(file.fd.get(), 0, &eh, sizeof eh) ||
+      std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64)
     return Error{path, "not an ELF64 file"};
+  return file;
+}
+
+Result<std::vector<std::string>> elf_needed_libraries(const std::string& path) {
+  auto file = open_elf64(path);
+  if (!file) return file.error();
+  const int fd = file.value().fd.get();
+  const Elf64_Ehdr& eh = file.value().header;
   if (eh.e_phentsize < sizeof(Elf64_Phdr) || eh.e_phnum > kMaxProgramHeaders)
     return Error{path, "bad ELF program header table"};
 
@@ -65,7 +62,7 @@ Result<std::vector<std::string>> elf_needed_libraries(const std::string& path) {
   bool has_dynamic = false;
   for (uint16_t i = 0; i < eh.e_phnum; ++i) {
     Elf64_Phdr ph;
-    if (!read_exact(fd.get(), eh.e_phoff + uint64_t{i} * eh.e_phentsize, &ph, sizeof ph)) break;
+    if (!read_exact(fd, eh.e_phoff + uint64_t{i} * eh.e_phentsize, &ph, sizeof ph)) break;
     if (ph.p_type == PT_LOAD) loads.push_back(ph);
     if (ph.p_type == PT_DYNAMIC) {
       dynamic = ph;
@@ -80,7 +77,7 @@ Result<std::vector<std::string>> elf_needed_libraries(const std::string& path) {
   const uint64_t dyn_bytes = std::min<uint64_t>(dynamic.p_filesz, kMaxDynamicBytes);
   for (uint64_t at = 0; at + sizeof(Elf64_Dyn) <= dyn_bytes; at += sizeof(Elf64_Dyn)) {
     Elf64_Dyn dyn;
-    if (!read_exact(fd.get(), dynamic.p_offset + at, &dyn, sizeof dyn) || dyn.d_tag == DT_NULL)
+    if (!read_exact(fd, dynamic.p_offset + at, &dyn, sizeof dyn) || dyn.d_tag == DT_NULL)
       break;
     if (dyn.d_tag == DT_NEEDED) name_offsets.push_back(dyn.d_un.d_val);
     if (dyn.d_tag == DT_STRTAB) strtab_vaddr = dyn.d_un.d_ptr;
@@ -93,13 +90,13 @@ Result<std::vector<std::string>> elf_needed_libraries(const std::string& path) {
       strtab_found = true;
     }
   if (!strtab_found) return needed;
-  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  const uint64_t size = file.value().size;
   for (uint64_t off : name_offsets) {
     if (off >= size || strtab >= size - off) continue;
     char buf[256];
     std::string name;
     for (uint64_t at = strtab + off; name.size() < kMaxLibraryName; at += sizeof buf) {
-      const ssize_t got = ::pread(fd.get(), buf, sizeof buf, static_cast<off_t>(at));
+      const ssize_t got = ::pread(fd, buf, sizeof buf, static_cast<off_t>(at));
       if (got <= 0) break;
       const size_t len = strnlen(buf, static_cast<size_t>(got));
       name.append(buf, len);

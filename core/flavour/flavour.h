@@ -5,6 +5,8 @@
 // Thread safety: all functions are reentrant (they read files and their arguments only).
 #pragma once
 
+#include <elf.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "util/result.h"
+#include "util/safe_dir.h"
 
 namespace pskel::flavour {
 
@@ -21,6 +24,16 @@ inline constexpr const char* kOpenMpi = "openmpi";
 // Reads exactly `n` bytes at `offset` of `fd` (pread, retried on short reads): false at the
 // end of the file or on an error. The ELF readers' one way to read (also core/doctor's).
 bool read_exact(int fd, uint64_t offset, void* out, size_t n);
+
+// An ELF64 file opened for reading: a regular file (never a FIFO waited on) whose header says
+// ELF64; the ELF readers' one way to open (also core/doctor's). Errors: "cannot open: ...",
+// "not a regular file", "not an ELF64 file".
+struct Elf64File {
+  UniqueFd fd;
+  uint64_t size = 0;  // at the open
+  Elf64_Ehdr header{};
+};
+Result<Elf64File> open_elf64(const std::string& path);
 
 // The shared libraries an ELF64 file needs, or an Error if it is not a readable ELF64 file.
 // Reads only the ELF header, the program headers, the dynamic section and the strings it names.

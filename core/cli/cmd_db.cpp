@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 #include <pwd.h>
 
-#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <nlohmann/json.hpp>
@@ -263,16 +262,8 @@ int report(const DbOptions& o, const std::string& html) {
   const report::Report rep = report::make_report(
       std::move(apps), guard::describe(heartbeat, heartbeat_path), heartbeat.alive, now);
   if (!html.empty()) {
-    // Written beside and renamed: a page being read is never half written.
-    const std::string tmp = html + ".tmp";
-    std::FILE* f = std::fopen(tmp.c_str(), "w");
-    const std::string page = report::report_html(rep);
-    const bool ok = f && std::fwrite(page.data(), 1, page.size(), f) == page.size();
-    if (f && std::fclose(f) != 0) return fail(html + ": cannot write");
-    if (!ok || std::rename(tmp.c_str(), html.c_str()) != 0) {
-      std::remove(tmp.c_str());
-      return fail(html + ": cannot write");
-    }
+    if (const std::string why = write_file_replacing(html, report::report_html(rep)); !why.empty())
+      return fail(html + ": cannot write: " + why);
   }
   if (o.json) {
     fmt::print("{}\n", json_text(report_json(rep, heartbeat_path, heartbeat), 2));

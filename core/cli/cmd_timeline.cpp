@@ -16,11 +16,8 @@
 #include "trace/samples.h"
 
 namespace pskel::cli {
-namespace {
 
-// Writes `text` to `path` through a temporary file renamed into place, so a failed write never
-// leaves half a page behind. Returns "" or the reason.
-std::string write_file(const std::string& path, const std::string& text) {
+std::string write_file_replacing(const std::string& path, const std::string& text) {
   const std::string temporary = path + ".tmp";
   const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0) return std::strerror(errno);
@@ -43,8 +40,6 @@ std::string write_file(const std::string& path, const std::string& text) {
   }
   return "";
 }
-
-}  // namespace
 
 Subcommand add_timeline_command(CLI::App& app) {
   struct Options {
@@ -81,7 +76,7 @@ Subcommand add_timeline_command(CLI::App& app) {
     const timeline::Timeline t = timeline::build_timeline(set, samples);
     const std::string text =
         opt->format == "perfetto" ? timeline::perfetto_json(t) : timeline::timeline_page(t);
-    const std::string problem = write_file(opt->output, text);
+    const std::string problem = write_file_replacing(opt->output, text);
     if (!problem.empty()) return fail(fmt::format("{}: cannot write: {}", opt->output, problem));
     if (opt->json) {
       const nlohmann::json out = {

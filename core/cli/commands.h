@@ -36,6 +36,11 @@ struct CompressTraceArgs {
 };
 int compress_trace_dir(const CompressTraceArgs& args);
 
+// Writes `text` to `path` through a temporary file renamed into place, so that a failed write
+// never leaves half a page behind. Returns "" or the reason (cmd_timeline.cpp; also the report's
+// page).
+std::string write_file_replacing(const std::string& path, const std::string& text);
+
 // Prints "pskel: <line>" on stderr and returns 1: the answer to bad input.
 int fail(const std::string& line);
 

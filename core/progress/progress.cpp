@@ -20,7 +20,10 @@ Progress::~Progress() {
     wake_.notify_all();
     thread_.join();
   }
-  if (terminal_ && !done_ && open_) clear_terminal_line();
+  if (terminal_ && open_) {  // a command that failed under way: its live line goes
+    std::fputs("\r\033[K", out_);
+    std::fflush(out_);
+  }
 }
 
 void clear_terminal_line() {
@@ -63,7 +66,6 @@ void Progress::done() {
   if (!show_) return;
   end();
   std::lock_guard<std::mutex> lock(mu_);
-  done_ = true;
   std::fputs(lines_.c_str(), out_);
   std::fflush(out_);
   lines_.clear();

@@ -52,7 +52,6 @@ class Progress {
   std::string detail_;
   std::chrono::steady_clock::time_point started_;
   bool open_ = false;
-  bool done_ = false;
   bool stop_ = false;
   std::string lines_;  // off a terminal: the phases' lines, printed by done()
   std::thread thread_;

@@ -28,58 +28,64 @@ std::vector<std::string> without_times(const std::string& text) {
   return lines;
 }
 
-std::string contents(std::FILE* f) {
-  std::fflush(f);
-  std::rewind(f);
-  std::string text;
-  char buf[256];
-  while (size_t n = std::fread(buf, 1, sizeof buf, f)) text.append(buf, n);
-  return text;
-}
+// A file standing in for stderr off a terminal (a pipe or a log file).
+class TempStream {
+ public:
+  TempStream() : f_(std::tmpfile()) { REQUIRE(f_ != nullptr); }
+  ~TempStream() { std::fclose(f_); }
+  TempStream(const TempStream&) = delete;
+  TempStream& operator=(const TempStream&) = delete;
+  std::FILE* get() const { return f_; }
+  std::string contents() const {
+    std::fflush(f_);
+    std::rewind(f_);
+    std::string text;
+    char buf[256];
+    while (size_t n = std::fread(buf, 1, sizeof buf, f_)) text.append(buf, n);
+    return text;
+  }
+
+ private:
+  std::FILE* f_;
+};
 
 }  // namespace
 
 TEST_CASE("off a terminal a successful command prints one line per phase, at its end") {
-  std::FILE* f = std::tmpfile();
-  REQUIRE(f != nullptr);
+  TempStream out;
   {
-    Progress p("pskel test", true, f);
-    CHECK_FALSE(Progress::is_terminal(f));
+    Progress p("pskel test", true, out.get());
+    CHECK_FALSE(Progress::is_terminal(out.get()));
     p.phase("read");
     p.detail("2 ranks");
     p.phase("merge");
     for (int i = 0; i < 1000; ++i) p.detail("step " + std::to_string(i));  // one line, not 1000
     p.phase("compile");
-    CHECK(contents(f).empty());  // nothing before the command is done
+    CHECK(out.contents().empty());  // nothing before the command is done
     p.done();
   }
-  CHECK(without_times(contents(f)) == std::vector<std::string>{
-                                          "pskel test: read T s (2 ranks)",
-                                          "pskel test: merge T s (step 999)",
-                                          "pskel test: compile T s"});
-  std::fclose(f);
+  CHECK(without_times(out.contents()) == std::vector<std::string>{
+                                             "pskel test: read T s (2 ranks)",
+                                             "pskel test: merge T s (step 999)",
+                                             "pskel test: compile T s"});
 }
 
 TEST_CASE("off a terminal a command that fails prints no progress") {
-  std::FILE* f = std::tmpfile();
-  REQUIRE(f != nullptr);
+  TempStream out;
   {
-    Progress p("pskel test", true, f);
+    Progress p("pskel test", true, out.get());
     p.phase("read");
     p.phase("merge");  // fails here: no done()
   }
-  CHECK(contents(f).empty());
-  std::fclose(f);
+  CHECK(out.contents().empty());
 }
 
 TEST_CASE("progress that is not wanted prints nothing") {
-  std::FILE* f = std::tmpfile();
-  REQUIRE(f != nullptr);
+  TempStream out;
   {
-    Progress p("pskel test", false, f);
+    Progress p("pskel test", false, out.get());
     p.phase("read");
     p.done();
   }
-  CHECK(contents(f).empty());
-  std::fclose(f);
+  CHECK(out.contents().empty());
 }

@@ -22,9 +22,24 @@
 extern char** environ;
 
 namespace pskel::cli {
-namespace {
 
 namespace fs = std::filesystem;
+
+std::string build_tree_dir(const std::string& subdir) {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? "" : (self.parent_path().parent_path() / subdir).string();
+}
+
+std::string first_holding(const std::string& name, const std::vector<std::string>& dirs) {
+  std::error_code ec;
+  for (const std::string& dir : dirs)
+    if (!dir.empty() && fs::exists(fs::path(dir) / name, ec))
+      return fs::absolute(fs::path(dir) / name, ec).string();
+  return "";
+}
+
+namespace {
 
 std::string default_trace_dir() {
   const std::time_t now = std::time(nullptr);
@@ -38,16 +53,9 @@ std::string default_trace_dir() {
 // Where the tracer for `flavour` is: $PSKEL_TRACER_DIR, next to this pskel in a build tree,
 // or the installed library directory. "" if none has it.
 std::string find_tracer(const std::string& flavour) {
-  const std::string name = "libpskel-trace-" + flavour + ".so";
-  std::vector<fs::path> dirs;
-  if (const char* env = std::getenv("PSKEL_TRACER_DIR")) dirs.emplace_back(env);
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) dirs.push_back(self.parent_path().parent_path() / "tracer");  // build tree
-  dirs.emplace_back(PSKEL_TRACER_INSTALL_DIR);
-  for (const fs::path& dir : dirs)
-    if (fs::exists(dir / name, ec)) return fs::absolute(dir / name, ec).string();
-  return "";
+  const char* env = std::getenv("PSKEL_TRACER_DIR");
+  return first_holding("libpskel-trace-" + flavour + ".so",
+                       {env ? env : "", build_tree_dir("tracer"), PSKEL_LIB_INSTALL_DIR});
 }
 
 int run_child(const std::vector<std::string>& command) {

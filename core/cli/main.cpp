@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <exception>
 #include <new>
+#include <string_view>
 #include <vector>
 
 #include "commands.h"
@@ -23,6 +24,16 @@ int fail(const std::string& line) {
 }  // namespace pskel::cli
 
 int main(int argc, char** argv) {
+  // `pskel instrument SRC... -- FLAGS`: the program's compiler flags are not pskel's options,
+  // and CLI11 would parse them.
+  std::vector<std::string> compiler_flags;
+  if (argc > 1 && std::string_view(argv[1]) == "instrument")
+    for (int i = 2; i < argc; ++i)
+      if (std::string_view(argv[i]) == "--") {
+        compiler_flags.assign(argv + i + 1, argv + argc);
+        argc = i;
+        break;
+      }
   CLI::App app{"pskel: predict MPI job run times with performance skeletons"};
   app.set_version_flag("--version", PSKEL_VERSION);
   app.require_subcommand(1);
@@ -40,6 +51,8 @@ int main(int argc, char** argv) {
       pskel::cli::add_place_command(app),
       pskel::cli::add_simulate_command(app),
       pskel::cli::add_doctor_command(app),
+      pskel::cli::add_model_command(app),
+      pskel::cli::add_instrument_command(app, compiler_flags),
   };
   try {
     app.parse(argc, argv);

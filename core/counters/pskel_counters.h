@@ -1,0 +1,31 @@
+/* The counter runtime of programs rewritten by `pskel instrument` (docs/model.md): each
+ * rewritten file holds a table of counters (loop bodies, branches, MPI calls and bytes by
+ * source location) and registers it at load; with PSKEL_COUNTERS=DIR set, each rank writes
+ * DIR/rank.N.json just before MPI_Finalize (or at exit, when MPI_Finalize is called from a file
+ * that was not rewritten, with the rank the launcher exported). The runtime makes no MPI call: the rewritten code
+ * passes the rank and task count, so one library serves every MPI. Counting is not atomic:
+ * counters of loops run by several threads at once may come out low. */
+#ifndef PSKEL_COUNTERS_H
+#define PSKEL_COUNTERS_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct pskel_counter {
+  unsigned long long count;
+  const char* key; /* "file:line:kind" */
+};
+
+/* Adds a file's table (from its constructor); the table lives as long as the program. */
+void pskel_counters_register(struct pskel_counter* table, unsigned count);
+/* Just before MPI_Init or MPI_Init_thread: the start of the timed run. */
+void pskel_counters_start(void);
+/* Just before MPI_Finalize: writes this rank's file if PSKEL_COUNTERS is set. */
+void pskel_counters_finish(int rank, int ntasks);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

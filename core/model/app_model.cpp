@@ -409,8 +409,14 @@ Result<AppModel> model_from_json(const nlohmann::json& j) {
   model.shape = in.strings(j, "shape", "model");
   model.parameter_names = in.strings(j, "parameters", "model");
   const size_t parameters = model.parameter_names.size();
-  if (!in.failed() && (parameters == 0 || model.shape.empty()))
-    in.error = "model.parameters or model.shape is empty";
+  if (!in.failed()) {
+    // One parameter per number slot of the shape, and ntasks.
+    size_t slots = 1;
+    for (const std::string& word : model.shape)
+      slots += word == kNumberSlot || word.ends_with(std::string("=") + kNumberSlot);
+    if (model.shape.empty() || parameters != slots)
+      in.error = "model.parameters does not match model.shape's numbers";
+  }
   if (const nlohmann::json* runs = in.array(j, "runs", "model"))
     for (const auto& r : *runs) {
       FittedRun run;

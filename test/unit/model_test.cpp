@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "model/app_model.h"
 #include "model/linear.h"
 #include "model/pmnf.h"
 #include "model/regression.h"
@@ -246,4 +247,44 @@ TEST_CASE("ParamModelRefusesTooFewRunsAndIgnoresUnusableParameters") {
   REQUIRE(zero.ok());
   CHECK(zero.value().terms.empty());
   CHECK(zero.value().constant == doctest::Approx(2));
+}
+
+TEST_CASE("AppModelRoundTripsThroughJsonAndRefusesAMismatchedShape") {
+  // Four runs of "prog -n N" on 2 tasks: time = 0.1 + 1e-3 * n, one counter = n.
+  std::vector<pskel::model::Run> runs;
+  for (int n : {100, 200, 300, 500, 700}) {
+    pskel::model::Run run;
+    run.source = "run" + std::to_string(n);
+    run.command = {"./prog", "-n", std::to_string(n)};
+    run.ntasks = 2;
+    run.seconds = 0.1 + 1e-3 * n;
+    run.features = {{"prog.c:10:for", static_cast<double>(n)}, {"prog.c:3:then", 1}};
+    runs.push_back(run);
+  }
+  auto fitted = pskel::model::fit_app_model(runs, RegressionOptions{});
+  REQUIRE(fitted.ok());
+  const nlohmann::json j = pskel::model::model_to_json(fitted.value());
+  auto back = pskel::model::model_from_json(j);
+  REQUIRE(back.ok());
+  const std::vector<std::string> command = {"./prog", "-n", "2000"};
+  auto p = pskel::model::predict_from_parameters(back.value(), command, 2);
+  REQUIRE(p.ok());
+  CHECK(p.value().seconds == doctest::Approx(2.1).epsilon(1e-6));
+  CHECK(p.value().low_seconds <= p.value().seconds);
+  CHECK(p.value().high_seconds >= p.value().seconds);
+
+  nlohmann::json broken = j;
+  broken["parameters"] = {"ntasks"};  // the shape has a number: two parameters
+  auto refused = pskel::model::model_from_json(broken);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().what.find("match") != std::string::npos);
+  broken = j;
+  broken["time_model"]["terms"] = {{{"coefficient", 1}, {"factors", {{{"parameter", 9},
+                                                                       {"exponent", 1},
+                                                                       {"log_exponent", 0}}}}}};
+  CHECK_FALSE(pskel::model::model_from_json(broken).ok());
+  const std::vector<std::string> other = {"./prog", "-m", "2000"};
+  CHECK_FALSE(pskel::model::predict_from_parameters(back.value(), other, 2).ok());
+  const std::vector<std::string> zero = {"./prog", "-n", "0"};
+  CHECK_FALSE(pskel::model::predict_from_parameters(back.value(), zero, 2).ok());
 }

@@ -111,6 +111,11 @@ static void put_command(FILE* out) {
   fputc(']', out);
 }
 
+static int by_key(const void* a, const void* b) {
+  return strcmp((*(const struct pskel_counter* const*)a)->key,
+                (*(const struct pskel_counter* const*)b)->key);
+}
+
 void pskel_counters_finish(int rank, int ntasks) {
   const double end = monotonic_seconds();
   const char* dir = getenv("PSKEL_COUNTERS");
@@ -142,16 +147,26 @@ void pskel_counters_finish(int rank, int ntasks) {
   fprintf(out, "\"wall_seconds\":%.9f,\"command\":", end - start);
   put_command(out);
   fputs(",\"counters\":{", out);
-  int first = 1;
-  for (unsigned t = 0; t < table_count; ++t)
-    for (unsigned i = 0; i < tables[t].count; ++i) {
-      const struct pskel_counter* c = &tables[t].counters[i];
-      if (!first) fputc(',', out);
-      first = 0;
-      fputs("\n", out);
-      put_string(out, c->key, strlen(c->key));
-      fprintf(out, ":%llu", c->count);
-    }
+  /* A rewritten header has a table in every file that includes it: one key, summed. */
+  size_t total = 0;
+  for (unsigned t = 0; t < table_count; ++t) total += tables[t].count;
+  const struct pskel_counter** sorted = malloc((total ? total : 1) * sizeof *sorted);
+  size_t n = 0;
+  if (sorted != NULL) {
+    for (unsigned t = 0; t < table_count; ++t)
+      for (unsigned i = 0; i < tables[t].count; ++i) sorted[n++] = &tables[t].counters[i];
+    qsort(sorted, n, sizeof *sorted, by_key);
+  }
+  for (size_t i = 0; i < n;) {
+    unsigned long long sum = 0;
+    size_t j = i;
+    for (; j < n && strcmp(sorted[j]->key, sorted[i]->key) == 0; ++j) sum += sorted[j]->count;
+    fputs(i == 0 ? "\n" : ",\n", out);
+    put_string(out, sorted[i]->key, strlen(sorted[i]->key));
+    fprintf(out, ":%llu", sum);
+    i = j;
+  }
+  free(sorted);
   fputs("}}\n", out);
   if (fclose(out) != 0)
     fprintf(stderr, "pskel counters: %s: write failed: %s\n", path, strerror(errno));

@@ -28,4 +28,10 @@ void pskel_counters_finish(int rank, int ntasks);
 }
 #endif
 
+/* Scratch of the rewritten MPI calls (a datatype's size, the rank and task count at
+ * MPI_Finalize), one set per translation unit. */
+static int pskel_type_size_ __attribute__((unused));
+static int pskel_rank_ __attribute__((unused));
+static int pskel_size_ __attribute__((unused));
+
 #endif

@@ -11,6 +11,8 @@
 #include <clang/Tooling/CompilationDatabase.h>
 #include <clang/Tooling/Tooling.h>
 
+#include <cstdint>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <string_view>
@@ -49,11 +51,32 @@ std::string c_string_literal(std::string_view text) {
   return out + "\"";
 }
 
+// The name of a file's table of counters: its own, because a rewritten header and the file
+// that includes it share a translation unit.
+std::string table_name(std::string_view key_name) {
+  uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a
+  for (char c : key_name) hash = (hash ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+  char name[40];
+  std::snprintf(name, sizeof name, "pskel_c_%016llx_", static_cast<unsigned long long>(hash));
+  return name;
+}
+
+// A file being rewritten (the source parsed, or a header named with it) and its counters.
+struct Target {
+  std::string path;               // real path
+  std::string key_name;           // the file's name in counter keys
+  std::string table;              // table_name(key_name)
+  clang::FileID first_id;         // where it was first seen (its text if nothing is inserted)
+  std::vector<std::string> keys;
+  std::map<std::string, int> seen;
+};
+
 class Instrumenter : public clang::RecursiveASTVisitor<Instrumenter> {
  public:
-  Instrumenter(clang::ASTContext& context, clang::Rewriter& rewriter, std::string key_name)
+  Instrumenter(clang::ASTContext& context, clang::Rewriter& rewriter,
+               const std::map<std::string, std::string>& key_names)
       : context_(context), sm_(context.getSourceManager()), rewriter_(rewriter),
-        key_name_(std::move(key_name)) {}
+        key_names_(key_names) {}
 
   bool VisitForStmt(clang::ForStmt* s) { return count_body(s->getBody(), s->getForLoc(), "for"); }
   bool VisitCXXForRangeStmt(clang::CXXForRangeStmt* s) {
@@ -64,32 +87,47 @@ class Instrumenter : public clang::RecursiveASTVisitor<Instrumenter> {
   }
   bool VisitDoStmt(clang::DoStmt* s) { return count_body(s->getBody(), s->getDoLoc(), "do"); }
   bool VisitIfStmt(clang::IfStmt* s) {
-    if (!rewritable(s->getBeginLoc())) return true;
     count_body(s->getThen(), s->getIfLoc(), "then");
     if (s->getElse() != nullptr) count_body(s->getElse(), s->getIfLoc(), "else");
     return true;
   }
   bool VisitCallExpr(clang::CallExpr* call);
 
-  const std::vector<std::string>& keys() const { return keys_; }
+  std::map<std::string, Target>& targets() { return targets_; }
 
  private:
-  // Written in the file being rewritten, not produced by a macro.
-  bool rewritable(clang::SourceLocation loc) const {
-    return loc.isValid() && !loc.isMacroID() && sm_.isWrittenInMainFile(loc);
+  // The file `loc` is written in, if it is one being rewritten and `loc` is not produced by a
+  // macro; else null.
+  Target* target_of(clang::SourceLocation loc) {
+    if (loc.isInvalid() || loc.isMacroID()) return nullptr;
+    const clang::FileID id = sm_.getFileID(loc);
+    const clang::FileEntry* entry = sm_.getFileEntryForID(id);
+    if (entry == nullptr) return nullptr;
+    const std::string path = entry->tryGetRealPathName().str();
+    const auto named = key_names_.find(path);
+    if (named == key_names_.end()) return nullptr;
+    auto [it, added] = targets_.try_emplace(path);
+    if (added) it->second = Target{path, named->second, table_name(named->second), id, {}, {}};
+    return &it->second;
   }
-  bool rewritable(const clang::Stmt* s) const {
-    return s != nullptr && rewritable(s->getBeginLoc()) && rewritable(s->getEndLoc());
+  // Begin, end and `also` all in one file being rewritten: that file, else null.
+  Target* target_of(const clang::Stmt* s, clang::SourceLocation also) {
+    if (s == nullptr) return nullptr;
+    Target* t = target_of(s->getBeginLoc());
+    return t != nullptr && t == target_of(s->getEndLoc()) && t == target_of(also) ? t : nullptr;
   }
 
   // A new counter "file:line:kind" (a second one of a kind on a line gets "#2"); its index.
-  size_t add_counter(clang::SourceLocation at, std::string_view kind) {
-    std::string key = key_name_ + ":" + std::to_string(sm_.getSpellingLineNumber(at)) + ":" +
+  size_t add_counter(Target& t, clang::SourceLocation at, std::string_view kind) {
+    std::string key = t.key_name + ":" + std::to_string(sm_.getSpellingLineNumber(at)) + ":" +
                       std::string(kind);
-    const int seen = ++seen_[key];
+    const int seen = ++t.seen[key];
     if (seen > 1) key += "#" + std::to_string(seen);
-    keys_.push_back(key);
-    return keys_.size() - 1;
+    t.keys.push_back(key);
+    return t.keys.size() - 1;
+  }
+  static std::string counter(const Target& t, size_t index) {
+    return t.table + "[" + std::to_string(index) + "].count";
   }
 
   // Just past the end of statement s: after its ';' when one follows its last token (an
@@ -103,15 +141,16 @@ class Instrumenter : public clang::RecursiveASTVisitor<Instrumenter> {
   }
 
   bool count_body(clang::Stmt* body, clang::SourceLocation keyword, std::string_view kind) {
-    if (!rewritable(keyword) || !rewritable(body)) return true;
-    const std::string increment = "++pskel_c_[" + std::to_string(add_counter(keyword, kind)) +
-                                  "].count;";
-    if (auto* block = llvm::dyn_cast<clang::CompoundStmt>(body)) {
+    Target* t = target_of(body, keyword);
+    if (t == nullptr) return true;
+    const clang::SourceLocation end = end_of(body);
+    auto* block = llvm::dyn_cast<clang::CompoundStmt>(body);
+    if (block == nullptr && (end.isInvalid() || end.isMacroID())) return true;
+    const std::string increment = "++" + counter(*t, add_counter(*t, keyword, kind)) + ";";
+    if (block != nullptr) {
       rewriter_.InsertTextAfterToken(block->getLBracLoc(), " " + increment);
       return true;
     }
-    const clang::SourceLocation end = end_of(body);
-    if (end.isInvalid() || end.isMacroID()) return true;
     rewriter_.InsertTextBefore(body->getBeginLoc(), "{ " + increment + " ");
     rewriter_.InsertTextAfter(end, " }");
     return true;
@@ -119,9 +158,9 @@ class Instrumenter : public clang::RecursiveASTVisitor<Instrumenter> {
 
   // An argument as written in the file ("MPI_DOUBLE", not what the macro expands to), or ""
   // if it is not all written there.
-  std::string written_text(const clang::Expr* e) const {
+  std::string written_text(const clang::Expr* e) {
     const clang::CharSourceRange range = sm_.getExpansionRange(e->getSourceRange());
-    if (!rewritable(range.getBegin()) || !rewritable(range.getEnd())) return "";
+    if (target_of(range.getBegin()) == nullptr || target_of(range.getEnd()) == nullptr) return "";
     return clang::Lexer::getSourceText(range, sm_, context_.getLangOpts()).str();
   }
 
@@ -137,14 +176,14 @@ class Instrumenter : public clang::RecursiveASTVisitor<Instrumenter> {
   clang::ASTContext& context_;
   clang::SourceManager& sm_;
   clang::Rewriter& rewriter_;
-  std::string key_name_;
-  std::vector<std::string> keys_;
-  std::map<std::string, int> seen_;
+  const std::map<std::string, std::string>& key_names_;
+  std::map<std::string, Target> targets_;
 };
 
 bool Instrumenter::VisitCallExpr(clang::CallExpr* call) {
   const clang::FunctionDecl* callee = call->getDirectCallee();
-  if (callee == nullptr || !callee->getIdentifier() || !rewritable(call)) return true;
+  Target* t = target_of(call, call->getBeginLoc());
+  if (callee == nullptr || !callee->getIdentifier() || t == nullptr) return true;
   const std::string name = callee->getName().str();
   if (name == "MPI_Init" || name == "MPI_Init_thread") {
     wrap_call(call, "pskel_counters_start(), ");
@@ -158,8 +197,8 @@ bool Instrumenter::VisitCallExpr(clang::CallExpr* call) {
   }
   const MpiSite* site = mpi_site(name);
   if (site == nullptr) return true;
-  const size_t calls = add_counter(call->getBeginLoc(), name);
-  std::string before = "++pskel_c_[" + std::to_string(calls) + "].count, ";
+  const size_t calls = add_counter(*t, call->getBeginLoc(), name);
+  std::string before = "++" + counter(*t, calls) + ", ";
   // Bytes need the count and datatype evaluated a second time: only where that is harmless.
   const auto args = call->getNumArgs();
   if (site->count_arg >= 0 && static_cast<unsigned>(site->datatype_arg) < args) {
@@ -168,11 +207,11 @@ bool Instrumenter::VisitCallExpr(clang::CallExpr* call) {
     const std::string count_text = written_text(count), type_text = written_text(type);
     if (!count->HasSideEffects(context_) && !type->HasSideEffects(context_) &&
         !count_text.empty() && !type_text.empty()) {
-      const size_t bytes = add_counter(call->getBeginLoc(), name + ".bytes");
-      const std::string t = "(" + type_text + ")";
-      before += "pskel_c_[" + std::to_string(bytes) + "].count += (unsigned long long)(" +
-                count_text + ") * (" + t + " == MPI_DATATYPE_NULL ? 0ull : " +
-                "(PMPI_Type_size(" + t + ", &pskel_type_size_), " +
+      const size_t bytes = add_counter(*t, call->getBeginLoc(), name + ".bytes");
+      const std::string datatype = "(" + type_text + ")";
+      before += counter(*t, bytes) + " += (unsigned long long)(" + count_text + ") * (" +
+                datatype + " == MPI_DATATYPE_NULL ? 0ull : " + "(PMPI_Type_size(" + datatype +
+                ", &pskel_type_size_), " +
                 "(unsigned long long)pskel_type_size_)), ";
     }
   }
@@ -180,72 +219,83 @@ bool Instrumenter::VisitCallExpr(clang::CallExpr* call) {
   return true;
 }
 
-// The file's table of counters and what the rewritten calls use, put first in the file; a
-// #line directive after it keeps the program's own line numbers in diagnostics.
-std::string preamble(const std::vector<std::string>& keys, const std::string& path) {
-  std::string text = "#include <pskel_counters.h>\n";
-  text += "static struct pskel_counter pskel_c_[" + std::to_string(keys.size()) + "] = {";
+// The file's table of counters, put first in the file and guarded (a rewritten header may be
+// included twice); a #line directive after it keeps the program's own line numbers in
+// diagnostics.
+std::string preamble(const std::vector<std::string>& keys, const std::string& key_name,
+                     const std::string& path) {
+  const std::string table = table_name(key_name);
+  const std::string count = std::to_string(keys.size());
+  std::string text = "#include <pskel_counters.h>\n#ifndef " + table + "DEFINED\n#define " +
+                     table + "DEFINED\n";
+  text += "static struct pskel_counter " + table + "[" + count + "] = {";
   for (size_t i = 0; i < keys.size(); ++i)
     text += std::string(i ? ", " : "") + "{0, " + c_string_literal(keys[i]) + "}";
-  text +=
-      "};\n"
-      "static int pskel_type_size_ __attribute__((unused));\n"
-      "static int pskel_rank_ __attribute__((unused));\n"
-      "static int pskel_size_ __attribute__((unused));\n"
-      "__attribute__((constructor)) static void pskel_register_counters_(void) {\n"
-      "  pskel_counters_register(pskel_c_, " +
-      std::to_string(keys.size()) + ");\n}\n";
+  text += "};\n__attribute__((constructor)) static void " + table + "register(void) {\n" +
+          "  pskel_counters_register(" + table + ", " + count + ");\n}\n#endif\n";
   return text + "#line 1 " + c_string_literal(path) + "\n";
 }
 
 class Consumer : public clang::ASTConsumer {
  public:
-  Consumer(std::string key_name, std::string path, Rewritten* out)
-      : key_name_(std::move(key_name)), path_(std::move(path)), out_(out) {}
+  Consumer(const std::map<std::string, std::string>& key_names, std::vector<Rewritten>* out)
+      : key_names_(key_names), out_(out) {}
 
   void HandleTranslationUnit(clang::ASTContext& context) override {
     if (context.getDiagnostics().hasErrorOccurred()) return;
-    clang::Rewriter rewriter(context.getSourceManager(), context.getLangOpts());
-    Instrumenter instrumenter(context, rewriter, key_name_);
+    clang::SourceManager& sm = context.getSourceManager();
+    clang::Rewriter rewriter(sm, context.getLangOpts());
+    Instrumenter instrumenter(context, rewriter, key_names_);
     instrumenter.TraverseDecl(context.getTranslationUnitDecl());
-    const clang::FileID main = context.getSourceManager().getMainFileID();
-    std::string text;
-    if (const clang::RewriteBuffer* buffer = rewriter.getRewriteBufferFor(main))
-      text.assign(buffer->begin(), buffer->end());
-    else
-      text = context.getSourceManager().getBufferData(main).str();
-    out_->keys = instrumenter.keys();
-    out_->text = out_->keys.empty() ? text : preamble(out_->keys, path_) + text;
+    // The source itself is always written, even with nothing counted in it.
+    const clang::FileID main = sm.getMainFileID();
+    const clang::FileEntry* main_entry = sm.getFileEntryForID(main);
+    const std::string main_path = main_entry ? main_entry->tryGetRealPathName().str() : "";
+    auto& targets = instrumenter.targets();
+    if (!targets.count(main_path) && key_names_.count(main_path))
+      targets[main_path] = Target{main_path, key_names_.at(main_path),
+                                  table_name(key_names_.at(main_path)), main, {}, {}};
+    for (auto& [path, target] : targets) {
+      std::string text;
+      if (const clang::RewriteBuffer* buffer = rewriter.getRewriteBufferFor(target.first_id))
+        text.assign(buffer->begin(), buffer->end());
+      else
+        text = sm.getBufferData(target.first_id).str();
+      if (!target.keys.empty()) text = preamble(target.keys, target.key_name, path) + text;
+      out_->push_back(Rewritten{path, std::move(text), std::move(target.keys)});
+    }
   }
 
  private:
-  std::string key_name_, path_;
-  Rewritten* out_;
+  const std::map<std::string, std::string>& key_names_;
+  std::vector<Rewritten>* out_;
 };
 
 class Action : public clang::ASTFrontendAction {
  public:
-  Action(std::string key_name, Rewritten* out) : key_name_(std::move(key_name)), out_(out) {}
+  Action(const std::map<std::string, std::string>& key_names, std::vector<Rewritten>* out)
+      : key_names_(key_names), out_(out) {}
   std::unique_ptr<clang::ASTConsumer> CreateASTConsumer(clang::CompilerInstance&,
-                                                        llvm::StringRef file) override {
-    return std::make_unique<Consumer>(key_name_, file.str(), out_);
+                                                        llvm::StringRef) override {
+    return std::make_unique<Consumer>(key_names_, out_);
   }
 
  private:
-  std::string key_name_;
-  Rewritten* out_;
+  const std::map<std::string, std::string>& key_names_;
+  std::vector<Rewritten>* out_;
 };
 
 class ActionFactory : public clang::tooling::FrontendActionFactory {
  public:
-  ActionFactory(std::string key_name, Rewritten* out) : key_name_(std::move(key_name)), out_(out) {}
+  ActionFactory(const std::map<std::string, std::string>& key_names, std::vector<Rewritten>* out)
+      : key_names_(key_names), out_(out) {}
   std::unique_ptr<clang::FrontendAction> create() override {
-    return std::make_unique<Action>(key_name_, out_);
+    return std::make_unique<Action>(key_names_, out_);
   }
 
  private:
-  std::string key_name_;
-  Rewritten* out_;
+  const std::map<std::string, std::string>& key_names_;
+  std::vector<Rewritten>* out_;
 };
 
 // Keeps clang's diagnostics for the error line instead of printing them.
@@ -273,22 +323,24 @@ class FirstError : public clang::DiagnosticConsumer {
 
 }  // namespace
 
-Result<Rewritten> rewrite_file(const std::string& path, const std::string& key_name,
-                               const std::vector<std::string>& compiler_args) {
+Result<std::vector<Rewritten>> rewrite_source(const std::string& source,
+                                              const std::map<std::string, std::string>& key_names,
+                                              const std::vector<std::string>& compiler_args) {
   std::vector<std::string> args = compiler_args;
   args.push_back("-resource-dir=" PSKEL_CLANG_RESOURCE_DIR);
   // mpi.h when the program's flags do not say where it is (the user's own -I come first).
   args.push_back("-idirafter");
   args.push_back(PSKEL_MPI_INCLUDE_DIR);
   clang::tooling::FixedCompilationDatabase database(".", args);
-  clang::tooling::ClangTool tool(database, {path});
+  clang::tooling::ClangTool tool(database, {source});
   FirstError errors;
   tool.setDiagnosticConsumer(&errors);
-  Rewritten out;
-  ActionFactory factory(key_name, &out);
+  std::vector<Rewritten> out;
+  ActionFactory factory(key_names, &out);
   if (tool.run(&factory) != 0 || !errors.first().empty())
-    return Error{path, "does not compile: " +
-                           (errors.first().empty() ? std::string("clang failed") : errors.first())};
+    return Error{source, "does not compile: " + (errors.first().empty()
+                                                     ? std::string("clang failed")
+                                                     : errors.first())};
   return out;
 }
 

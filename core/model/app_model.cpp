@@ -10,6 +10,10 @@ namespace {
 
 constexpr int kFormatVersion = 1;
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
+// The run time's own model is used instead of the counters' when its leave-one-out error is
+// below half theirs and half a point lower.
+constexpr double kTimePathMargin = 0.5;
+constexpr double kTimePathFloor = 0.005;
 
 std::string joined(std::span<const std::string> words) {
   std::string text;
@@ -290,8 +294,13 @@ Result<AppModel> fit_app_model(const std::vector<Run>& runs, const RegressionOpt
   }
   model.time_path = check_of(by_time, seconds);
   if (features_checked) model.features_path = check_of(by_features, seconds);
+  // The counters' path unless the time's own model is clearly better: a count is an exact
+  // function of the inputs and extrapolates, where a shape fitted to a few noisy run times
+  // often fits them best by chance.
   model.use_features_path =
-      model.features_path && model.features_path->loo_mean_error < model.time_path.loo_mean_error;
+      model.features_path && std::isfinite(model.features_path->loo_mean_error) &&
+      !(model.time_path.loo_mean_error <
+        kTimePathMargin * model.features_path->loo_mean_error - kTimePathFloor);
   return model;
 }
 

@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "model/app_model.h"
+#include "model/trace_run.h"
 #include "util/file_read.h"
 #include "util/json_text.h"
 
@@ -77,7 +78,7 @@ void print_model(const model::AppModel& m) {
   }
   fmt::print("run time over the parameters: {} s  (leave-one-out {})\n",
              m.time_model.describe(m.parameter_names), percent(m.time_model.loo_error));
-  fmt::print("from a command line, each run left out and everything refitted:\n");
+  fmt::print("from a command line, each run left out and the coefficients refitted:\n");
   if (m.features_path)
     fmt::print("  through the counters  {}{}\n", percent(m.features_path->loo_mean_error),
                m.use_features_path ? "  <- used" : "");
@@ -88,7 +89,7 @@ void print_model(const model::AppModel& m) {
 int run_fit(const FitOptions& opt) {
   std::vector<model::Run> runs;
   for (const std::string& dir : opt.dirs) {
-    auto run = model::read_counter_run(dir);
+    auto run = model::read_run(dir);
     if (!run.ok()) return fail(run.error().line());
     runs.push_back(std::move(run.value()));
   }
@@ -126,7 +127,7 @@ int run_predict(const PredictOptions& opt) {
       fail("model predict: give a counter directory, or --ntasks N -- PROGRAM ARGS...");
       return 2;
     }
-    auto run = model::read_counter_run(opt.rest[0]);
+    auto run = model::read_run(opt.rest[0]);
     if (!run.ok()) return fail(run.error().line());
     prediction = model::predict_from_features(m, run.value());
   }
@@ -173,8 +174,9 @@ Subcommand add_model_command(CLI::App& app) {
 
   auto fit = std::make_shared<FitOptions>();
   CLI::App* fit_cmd = cmd->add_subcommand(
-      "fit", "Fit a model to runs of one application (counter directories, PSKEL_COUNTERS)");
-  fit_cmd->add_option("DIR", fit->dirs, "Counter directories, one per run (4 at least)")
+      "fit", "Fit a model to runs of one application (counter or trace directories)");
+  fit_cmd->add_option("DIR", fit->dirs,
+                      "One directory per run (4 at least): PSKEL_COUNTERS's or a trace's")
       ->required();
   fit_cmd->add_option("-o,--output", fit->output, "Write the model here (JSON)")->required();
   fit_cmd->add_option("--keep-share", fit->keep_share,

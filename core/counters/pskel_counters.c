@@ -69,8 +69,9 @@ void pskel_counters_register(struct pskel_counter* counters, unsigned count) {
   if (table_count < kMaxTables) tables[table_count++] = (struct table){counters, count};
 }
 
-void pskel_counters_start(void) {
+int pskel_counters_start_after(int mpi_init_result) {
   if (start_seconds < 0) start_seconds = monotonic_seconds();
+  return mpi_init_result;
 }
 
 /* A JSON string: quotes, backslashes and control bytes escaped; other bytes as they are. */

@@ -19,8 +19,10 @@ struct pskel_counter {
 
 /* Adds a file's table (from its constructor); the table lives as long as the program. */
 void pskel_counters_register(struct pskel_counter* table, unsigned count);
-/* Just before MPI_Init or MPI_Init_thread: the start of the timed run. */
-void pskel_counters_start(void);
+/* Around MPI_Init or MPI_Init_thread, given its result (returned as it is): the start of the
+ * timed run is the end of MPI_Init, as in traces (MPI_Init's own time varies by a tenth of a
+ * second from run to run, noise that short training runs cannot afford). */
+int pskel_counters_start_after(int mpi_init_result);
 /* Just before MPI_Finalize: writes this rank's file if PSKEL_COUNTERS is set. */
 void pskel_counters_finish(int rank, int ntasks);
 

@@ -166,8 +166,9 @@ class Instrumenter : public clang::RecursiveASTVisitor<Instrumenter> {
 
   // The opening goes after what is already inserted at the call's start: a loop body's brace,
   // when the call is the body (the visitor sees statements before the calls in them).
-  void wrap_call(clang::CallExpr* call, const std::string& before) {
-    rewriter_.InsertTextAfter(call->getBeginLoc(), "(" + before);
+  void wrap_call(clang::CallExpr* call, const std::string& before,
+                 const std::string& function = "") {
+    rewriter_.InsertTextAfter(call->getBeginLoc(), function + "(" + before);
     rewriter_.InsertTextAfter(
         clang::Lexer::getLocForEndOfToken(call->getEndLoc(), 0, sm_, context_.getLangOpts()),
         ")");
@@ -186,7 +187,7 @@ bool Instrumenter::VisitCallExpr(clang::CallExpr* call) {
   if (callee == nullptr || !callee->getIdentifier() || t == nullptr) return true;
   const std::string name = callee->getName().str();
   if (name == "MPI_Init" || name == "MPI_Init_thread") {
-    wrap_call(call, "pskel_counters_start(), ");
+    wrap_call(call, "", "pskel_counters_start_after");
     return true;
   }
   if (name == "MPI_Finalize") {

@@ -27,9 +27,13 @@ PathCheck check_of(std::span<const double> predicted, std::span<const double> ac
   PathCheck check;
   double sum = 0, low = 1, high = 1;
   for (size_t i = 0; i < actual.size(); ++i) {
-    if (!(predicted[i] > 0) || !std::isfinite(predicted[i])) {
+    if (!std::isfinite(predicted[i])) {
       check.loo_mean_error = kInfinity;
       return check;
+    }
+    if (!(predicted[i] > 0)) {  // no time at all: as wrong as predicting 0, no ratio
+      sum += 1;
+      continue;
     }
     sum += std::fabs(predicted[i] - actual[i]) / actual[i];
     low = std::min(low, actual[i] / predicted[i]);
@@ -218,7 +222,12 @@ Result<AppModel> fit_app_model(const std::vector<Run>& runs, const RegressionOpt
   for (size_t r = 0; r < m; ++r) {
     auto p = job_parameters(runs[r].command, runs[r].ntasks);
     if (!p.ok()) return Error{runs[r].source, p.error().what};
+    if (runs[r].kind != runs[0].kind)
+      return Error{runs[r].source, "is a " + runs[r].kind + " run and " + runs[0].source +
+                                       " a " + runs[0].kind + " run; a model is fitted to one "
+                                       "kind (their features differ)"};
     if (r == 0) {
+      model.features_from = runs[0].kind;
       model.program = p.value().program;
       model.shape = p.value().shape;
       model.parameter_names = p.value().names;
@@ -268,23 +277,25 @@ Result<AppModel> fit_app_model(const std::vector<Run>& runs, const RegressionOpt
   if (!time_fit.ok()) return Error{"", "run time: " + time_fit.error().what};
   model.time_model = std::move(time_fit.value());
 
-  // Both paths judged alike: each run left out, every model refitted without it.
+  // Both paths judged alike: each run left out, every chosen model's coefficients fitted again
+  // without it (the shapes and the kept features stay: searching them again on five runs mostly
+  // measures the search's own instability).
   std::vector<double> by_time(m), by_features(m);
   bool features_checked = model.regression.has_value();
+  std::vector<size_t> all_kept(kept.cols());
+  for (size_t k = 0; k < all_kept.size(); ++k) all_kept[k] = k;
   for (size_t i = 0; i < m; ++i) {
     const Matrix p = without_row(parameters, i);
     const std::vector<double> y = without(seconds, i);
     const std::vector<double> at = row_of(parameters, i);
-    auto t = fit_param_model(p, y);
+    auto t = refit_param_model(model.time_model, p, y);
     by_time[i] = t.ok() ? t.value().evaluate(at) : kInfinity;
     if (!features_checked) continue;
     const Matrix x = without_row(kept, i);
-    std::vector<size_t> all_kept(kept.cols());
-    for (size_t k = 0; k < all_kept.size(); ++k) all_kept[k] = k;
     auto linear = refit_regression(x, y, all_kept, options.ridge);
     std::vector<ParamModel> fold_models;
     for (size_t k = 0; k < kept.cols() && linear.ok(); ++k) {
-      auto f = fit_param_model(p, column(x, k));
+      auto f = refit_param_model(model.feature_models[k], p, column(x, k));
       if (!f.ok()) break;
       fold_models.push_back(std::move(f.value()));
     }
@@ -351,6 +362,9 @@ Result<Prediction> predict_from_features(const AppModel& model, const Run& run) 
   if (p.value().program != model.program)
     return Error{run.source, "is a run of " + p.value().program + ", the model is of " +
                                  model.program};
+  if (run.kind != model.features_from)
+    return Error{run.source, "is a " + run.kind + " run, the model was fitted to " +
+                                 model.features_from + " runs"};
   std::vector<double> row;
   for (const std::string& name : model.feature_names) {
     const auto it = run.features.find(name);
@@ -372,6 +386,7 @@ nlohmann::json model_to_json(const AppModel& model) {
   nlohmann::json j = {{"format", "pskel-model"},
                       {"version", kFormatVersion},
                       {"program", model.program},
+                      {"features_from", model.features_from},
                       {"shape", model.shape},
                       {"parameters", model.parameter_names},
                       {"runs", runs},
@@ -415,6 +430,9 @@ Result<AppModel> model_from_json(const nlohmann::json& j) {
     return Error{"", in.failed() ? in.error : "model version is not " +
                                                   std::to_string(kFormatVersion)};
   model.program = in.text(j, "program", "model");
+  model.features_from = in.text(j, "features_from", "model");
+  if (!in.failed() && model.features_from != "counters" && model.features_from != "trace")
+    in.error = "model.features_from is neither \"counters\" nor \"trace\"";
   model.shape = in.strings(j, "shape", "model");
   model.parameter_names = in.strings(j, "parameters", "model");
   const size_t parameters = model.parameter_names.size();

@@ -37,6 +37,7 @@ struct FittedRun {
 
 struct AppModel {
   std::string program;
+  std::string features_from;                  // Run::kind of every run
   std::vector<std::string> shape;             // JobParameters::shape of every run
   std::vector<std::string> parameter_names;   // JobParameters::names
   std::vector<FittedRun> runs;

@@ -22,15 +22,20 @@ constexpr double kRicherMargin = 0.1;
 // ... and by this much in absolute terms: a run time's noise is about 1 %, and below it any
 // hypothesis can look better than the true one by chance (n^(2/3) log2(n)^2 for n).
 constexpr double kRicherFloor = 0.005;
+constexpr double kStageMargin = 0.5;
 constexpr double kTieTolerance = 1e-9;
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
 struct Shape {
   double exponent;
   int log_exponent;
-  // Integer powers and one logarithm: searched first, and the others win only when clearly
-  // better (kRicherMargin, kRicherFloor).
-  bool simple() const { return exponent == std::round(exponent) && log_exponent <= 1; }
+  // How plain the shape is: 0 for an integer power, 1 with one logarithm, 2 otherwise. The
+  // plainer shapes are searched first; the others win only when clearly better (kRicherMargin,
+  // kRicherFloor): log2(n) of n from 512 to 1024 is nearly a constant, and noise decides.
+  int plainness() const {
+    if (exponent != std::round(exponent) || log_exponent > 1) return 2;
+    return log_exponent;
+  }
 };
 
 std::vector<Shape> all_shapes() {
@@ -130,8 +135,11 @@ bool better(const Candidate& challenger, const Candidate& incumbent, double marg
   return challenger.error < incumbent.error * (1 - margin) - kTieTolerance;
 }
 
+// A later stage's shapes must halve the error: they are many (62 per parameter, their products
+// thousands), and over six noisy run times one of them always fits the noise, or a cache
+// boundary inside the training range, that extrapolation then multiplies.
 bool clearly_better(const Candidate& challenger, const Candidate& incumbent) {
-  return challenger.error < incumbent.error * (1 - kRicherMargin) - kRicherFloor;
+  return challenger.error < incumbent.error * kStageMargin - kRicherFloor;
 }
 
 }  // namespace
@@ -226,11 +234,12 @@ Result<ParamModel> fit_param_model(const Matrix& parameters, std::span<const dou
   judge(best, values, scale);
   if (scale == 0) best.error = best.max_error = 0;  // zero in every run
 
-  // Two stages: simple shapes only, then all of them; the second stage's best replaces the
-  // first's only when clearly better.
-  Candidate by_stage[2];
-  for (int stage = 0; stage < 2; ++stage) {
-    auto allowed = [&](size_t s) { return stage == 1 || shapes[s].simple(); };
+  // Three stages: integer powers, then with one logarithm, then every shape; a later stage's
+  // best replaces the one before only when clearly better.
+  constexpr int kStages = 3;
+  Candidate by_stage[kStages];
+  for (int stage = 0; stage < kStages; ++stage) {
+    auto allowed = [&](size_t s) { return shapes[s].plainness() <= stage; };
     Candidate stage_best = best;  // the mean alone
     // One term: a shape of one parameter, then products of two and of three parameters'.
     Candidate best_one;
@@ -283,8 +292,9 @@ Result<ParamModel> fit_param_model(const Matrix& parameters, std::span<const dou
     }
     by_stage[stage] = std::move(stage_best);
   }
-  best = clearly_better(by_stage[1], by_stage[0]) ? std::move(by_stage[1])
-                                                  : std::move(by_stage[0]);
+  best = std::move(by_stage[0]);
+  for (int stage = 1; stage < kStages; ++stage)
+    if (clearly_better(by_stage[stage], best)) best = std::move(by_stage[stage]);
 
   std::vector<size_t> rows(m);
   for (size_t r = 0; r < m; ++r) rows[r] = r;
@@ -296,6 +306,31 @@ Result<ParamModel> fit_param_model(const Matrix& parameters, std::span<const dou
     model.terms.push_back(Term{coefficients[t], best.terms[t]});
   model.loo_error = best.error;
   model.loo_max_error = best.max_error;
+  return model;
+}
+
+Result<ParamModel> refit_param_model(const ParamModel& shape, const Matrix& parameters,
+                                     std::span<const double> values) {
+  const size_t m = values.size();
+  if (parameters.rows() != m || m < shape.terms.size() + 1)
+    return Error{"", "too few runs to refit the model"};
+  std::vector<std::vector<double>> columns;
+  for (const Term& term : shape.terms) {
+    std::vector<double> column(m, 1.0);
+    for (size_t r = 0; r < m; ++r)
+      for (const Factor& f : term.factors) {
+        if (f.parameter >= parameters.cols()) return Error{"", "internal: parameter index"};
+        column[r] *= factor_value(parameters.at(r, f.parameter), f.exponent, f.log_exponent);
+      }
+    columns.push_back(std::move(column));
+  }
+  std::vector<size_t> rows(m);
+  for (size_t r = 0; r < m; ++r) rows[r] = r;
+  ParamModel model = shape;
+  std::vector<double> coefficients;
+  if (!fit_rows(columns, values, rows, &model.constant, &coefficients))
+    return Error{"", "the model cannot be refitted to these runs"};
+  for (size_t t = 0; t < coefficients.size(); ++t) model.terms[t].coefficient = coefficients[t];
   return model;
 }
 

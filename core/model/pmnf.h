@@ -43,4 +43,9 @@ struct ParamModel {
 // coefficients, for the leave-one-out error).
 Result<ParamModel> fit_param_model(const Matrix& parameters, std::span<const double> values);
 
+// The coefficients of `shape`'s terms fitted again to other runs (its factors kept): to judge
+// a chosen model on runs left out of its fit. Fails on a singular fit.
+Result<ParamModel> refit_param_model(const ParamModel& shape, const Matrix& parameters,
+                                     std::span<const double> values);
+
 }  // namespace pskel::model

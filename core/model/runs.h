@@ -32,6 +32,7 @@ Result<JobParameters> job_parameters(std::span<const std::string> command, int n
 
 struct Run {
   std::string source;                       // the directory it was read from
+  std::string kind = "counters";            // "counters" (PSKEL_COUNTERS) or "trace"
   std::vector<std::string> command;
   int ntasks = 0;
   double seconds = 0;                       // MPI_Init to MPI_Finalize, the slowest rank

@@ -6,7 +6,8 @@ original prints, and its counter files hold the counts known in advance; bad sou
 OUTDIR that would overwrite the originals are one-line errors. Then a model of a program whose
 work follows its inputs (test/model/sweep.c), fitted from instrumented runs of six inputs,
 predicts a larger input than any of them, from its command line and from its measured
-counters, and degenerate input is refused with a reason.
+counters, and degenerate input is refused with a reason; and a model fitted from traces of the
+uninstrumented program predicts it too.
 Skipped, saying so, where pskel-instrument was not built (no clang LibTooling)."""
 import json
 import pathlib
@@ -21,6 +22,12 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 COUNTED = ROOT / "test" / "model" / "counted.c"
 SWEEP = ROOT / "test" / "model" / "sweep.c"
 BUILT = (BUILD / "core" / "instrument" / "pskel-instrument").exists()
+
+# sweep.c's training inputs (-n, -i) and a held-out one with the largest grid and twice the
+# iterations of any (2.7 times the work of the largest run; a larger grid would leave the caches
+# the training runs fitted in, which no count shows: docs/model.md).
+TRAINING = [(256, 100), (512, 100), (256, 300), (384, 200), (512, 300), (320, 400)]
+BIG = ["-n", "512", "-i", "800"]
 
 # Per rank: the counters of counted.c that differ between the ranks, then those alike.
 EXPECTED_BY_RANK = [
@@ -153,22 +160,19 @@ class Model(unittest.TestCase):
         return out
 
     def test_fit_then_predict_a_larger_input(self):
-        # Work ~ n^2 * i: six runs, then one with the largest grid and twice the iterations
-        # of any (2.7x the work of the largest run). A larger grid would leave the caches the
-        # training runs fitted in, which no count shows (docs/model.md).
+        # Work ~ n^2 * i: six runs, then a larger one (TRAINING, BIG).
         runs = [self.counted_run(f"run{k}", 2, "-n", str(n), "-i", str(i))
-                for k, (n, i) in enumerate([(512, 100), (1024, 100), (512, 300), (768, 200),
-                                            (1024, 300), (640, 400)])]
+                for k, (n, i) in enumerate(TRAINING)]
         model = self.dir / "model.json"
         fit = pskel("model", "fit", "-o", model, *runs)
         self.assertEqual(fit.returncode, 0, fit.stderr)
         self.assertIn("leave-one-out", fit.stdout)
-        self.assertIn("sweep.c:26:for", fit.stdout)  # the update loop, by source location
+        self.assertIn("sweep.c:27:for", fit.stdout)  # the update loop, by source location
         show = pskel("model", "show", model)
         self.assertEqual(show.returncode, 0, show.stderr)
         self.assertIn("<- kept", show.stdout)
 
-        big = ["-n", "1024", "-i", "800"]
+        big = BIG
         # The median of three: one run on a busy machine can be far off.
         actual_dirs = [self.counted_run(f"big{k}", 2, *big) for k in range(3)]
         times = {json.loads((d / "rank.0.json").read_text())["wall_seconds"]: d
@@ -211,6 +215,49 @@ class Model(unittest.TestCase):
         r = pskel("model", "fit", "-o", self.dir / "m4.json", missing, *same[1:])
         self.assertEqual(r.returncode, 1)
         self.assertIn("counter files for a run of 2 tasks", r.stderr)
+
+
+class TracedRuns(unittest.TestCase):
+    """The same model from traces of the uninstrumented program (pskel run): no call sites and
+    no loops, only MPI calls and bytes per function, so the run time's own model carries it."""
+
+    def test_fit_from_traces_then_predict(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            exe = f"{tmp}/sweep"
+            subprocess.run(["mpicc.mpich", "-O2", str(SWEEP), "-o", exe], check=True)
+
+            def traced(name, *args):
+                out = f"{tmp}/{name}"
+                r = pskel("run", "-o", out, "--", *launcher("mpich", 2), exe, *args,
+                          env=mpi_env())
+                self.assertEqual(r.returncode, 0, r.stderr)
+                info = json.loads(pskel("info", "--json", out).stdout)
+                return out, info["wall_seconds"]
+
+            runs = [traced(f"t{k}", "-n", str(n), "-i", str(i))[0]
+                    for k, (n, i) in enumerate(TRAINING)]
+            model = f"{tmp}/model.json"
+            fit = pskel("model", "fit", "-o", model, *runs)
+            self.assertEqual(fit.returncode, 0, fit.stderr)
+            self.assertIn("MPI_Allreduce", fit.stdout)
+            self.assertEqual(json.loads(pathlib.Path(model).read_text())["features_from"],
+                             "trace")
+            walls = sorted(traced(f"big{k}", *BIG)[1] for k in range(3))
+            p = json.loads(pskel("model", "predict", model, "--json", "--ntasks", "2", "--",
+                                 exe, *BIG).stdout)
+            self.assertLess(abs(p["predicted_seconds"] - walls[1]) / walls[1], 0.2, (p, walls))
+            # A model of traces does not take counters, nor mixed runs.
+            counted = f"{tmp}/counted"
+            pathlib.Path(counted).mkdir()
+            pathlib.Path(f"{counted}/rank.0.json").write_text(json.dumps({
+                "format": "pskel-counters", "version": 1, "rank": 0, "ntasks": 1,
+                "wall_seconds": 1.0, "command": [exe, "-n", "64", "-i", "1"], "counters": {}}))
+            r = pskel("model", "predict", model, counted)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("fitted to trace runs", r.stderr)
+            r = pskel("model", "fit", "-o", f"{tmp}/mixed.json", *runs[:3], counted)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("one kind", r.stderr)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 /* A program whose work follows its inputs and task count, for the run-time models
  * (test/integration/test_instrument.py): -n N cells per side of a grid shared by the ranks,
- * -i I iterations. Each iteration updates the rank's N*N/ntasks cells (a few flops each) and
- * sums a residual with MPI_Allreduce; a setup loop fills N cells. Prints the checksum. */
+ * -i I iterations. Each iteration updates the rank's N*N/ntasks cells (8 dependent multiply-adds
+ * each, the same whatever the values: the time per cell is constant) and sums a residual with
+ * MPI_Allreduce; a setup loop fills N cells. Prints the checksum. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,8 +25,10 @@ int main(int argc, char** argv) {
   for (long it = 0; it < iterations; ++it) {
     double local = 0;
     for (long c = 0; c < cells; ++c) {
-      grid[c] = 0.5 * grid[c] + 0.25 * (grid[c] * grid[c] > 4.0 ? 1.0 : grid[c]);
-      local += grid[c];
+      double v = grid[c];
+      for (int k = 0; k < 8; ++k) v = v * 0.999 + 0.5e-3;
+      grid[c] = v;
+      local += v;
     }
     MPI_Allreduce(&local, &residual, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
   }

@@ -288,3 +288,23 @@ TEST_CASE("AppModelRoundTripsThroughJsonAndRefusesAMismatchedShape") {
   const std::vector<std::string> zero = {"./prog", "-n", "0"};
   CHECK_FALSE(pskel::model::predict_from_parameters(back.value(), zero, 2).ok());
 }
+
+TEST_CASE("RefitKeepsTheShapeAndFitsTheCoefficientsAgain") {
+  const std::vector<double> n = {64, 128, 256, 512, 1024};
+  Matrix p(n.size(), 1);
+  std::vector<double> v, w;
+  for (size_t r = 0; r < n.size(); ++r) {
+    p.at(r, 0) = n[r];
+    v.push_back(3 + 0.25 * n[r] * n[r]);
+    w.push_back(1 + 2 * n[r] * n[r]);  // same shape, other coefficients
+  }
+  auto fit = fit_param_model(p, v);
+  REQUIRE(fit.ok());
+  auto refit = refit_param_model(fit.value(), p, w);
+  REQUIRE(refit.ok());
+  REQUIRE(refit.value().terms.size() == 1);
+  CHECK(refit.value().terms[0].factors[0].exponent == 2);
+  CHECK(refit.value().terms[0].coefficient == doctest::Approx(2));
+  CHECK(refit.value().constant == doctest::Approx(1).epsilon(1e-6));
+  CHECK_FALSE(refit_param_model(fit.value(), matrix({{1}}), std::vector<double>{1}).ok());
+}

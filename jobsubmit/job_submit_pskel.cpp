@@ -9,6 +9,8 @@
 //                            stored under (export/app_key.h)
 //   PSKEL_SCRIPT_KEY=<key>   and, when that key is a --predict name, the key of their script:
 //                            the same script resubmitted without --predict finds the prediction
+//   PSKEL_JOB_ARGS=<args>    for tagged batch jobs: their script's arguments
+//                            (export/job_args.h), the inputs run-time models are fitted over
 //   PSKEL_LIMITED=<prediction id>:<predicted seconds>:<limit minutes>
 //                            for jobs whose limit pskel set: the epilog records the outcome
 #include <stdint.h>
@@ -23,11 +25,13 @@ extern "C" {
 #include <memory>
 #include <optional>
 #include <string>
+#include <span>
 #include <string_view>
 
 #include "cache.h"
 #include "config/config.h"
 #include "export/app_key.h"
+#include "export/job_args.h"
 #include "guard/extend.h"
 #include "policy.h"
 #include "slurm_alloc.h"
@@ -46,6 +50,7 @@ constexpr std::string_view kAppEnv = "PSKEL_APP=";
 constexpr const char* kAppKeyName = "PSKEL_APP_KEY";
 constexpr const char* kLimitedName = "PSKEL_LIMITED";
 constexpr const char* kScriptKeyName = "PSKEL_SCRIPT_KEY";
+constexpr const char* kJobArgsName = "PSKEL_JOB_ARGS";
 
 struct State {
   config::Config conf;
@@ -138,7 +143,10 @@ std::string first_partition(const char* partition) {
 int submit(job_desc_msg_t* job, char** err_msg) {
   State& st = *g_state;
   // The epilog records the outcome of a job carrying PSKEL_LIMITED: only a limit set here may.
-  if (job->spank_job_env) drop_job_env(job, kLimitedName);
+  if (job->spank_job_env) {
+    drop_job_env(job, kLimitedName);
+    drop_job_env(job, kJobArgsName);  // only what the submission itself says
+  }
   const Tag tag = read_tag(job);
   const std::string app = exportfile::app_key(tag.name, job->script, job->name);
   if (app.empty()) return SLURM_SUCCESS;
@@ -147,6 +155,12 @@ int submit(job_desc_msg_t* job, char** err_msg) {
     const std::string script_key = exportfile::app_key("", job->script, nullptr);
     if (script_key.starts_with("script:") && script_key != app)
       set_job_env(job, kScriptKeyName, script_key);
+    // argv[0] is the script's name: the arguments follow.
+    if (job->script && job->argv && job->argc > 1) {
+      const std::string args = exportfile::encode_job_args(
+          std::span<const char* const>(job->argv + 1, job->argc - 1));
+      if (!args.empty()) set_job_env(job, kJobArgsName, args);
+    }
   }
   if (st.conf.policy == config::Policy::Off) return SLURM_SUCCESS;
   // A limit nobody will extend could cost the job: none while the guard is down (the loader

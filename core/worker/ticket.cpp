@@ -5,6 +5,7 @@
 
 #include "config/config.h"
 #include "export/app_key.h"
+#include "export/job_args.h"
 #include "export/export.h"
 #include "util/text.h"
 
@@ -83,6 +84,9 @@ Result<std::optional<Ticket>> ticket_from_env(const Env& env) {
   }
   t.script_key = get(env, "SPANK_PSKEL_SCRIPT_KEY");
   if (!exportfile::valid_word(t.script_key) || !t.script_key.starts_with("script:")) t.script_key.clear();
+  t.job_args = get(env, "SPANK_PSKEL_JOB_ARGS");
+  if (std::vector<std::string> args; !exportfile::decode_job_args(t.job_args, &args))
+    t.job_args.clear();
   if (t.limited && !parse_limited(limited, &t))
     return Error{"epilog environment", "SPANK_PSKEL_LIMITED: malformed: " + one_line(limited, 80)};
   return std::optional<Ticket>(t);
@@ -98,6 +102,7 @@ std::string format_ticket(const Ticket& t) {
          "\nExitCode=" + t.exit_code +
          "\nTraced=" + (t.traced ? "1" : "0") + "\nAppKey=" + t.app_key +
          "\nScriptKey=" + t.script_key +
+         "\nJobArgs=" + t.job_args +
          "\nLimited=" + (t.limited ? "1" : "0") +
          "\nPredictionId=" + std::to_string(t.prediction_id) +
          "\nPredictedSeconds=" + std::string(predicted, r.ptr) +
@@ -133,6 +138,9 @@ Result<Ticket> parse_ticket(std::string_view text, const std::string& origin) {
   t.limited = get(env, "Limited") == "1";
   t.app_key = get(env, "AppKey");
   t.script_key = get(env, "ScriptKey");
+  t.job_args = get(env, "JobArgs");
+  if (std::vector<std::string> args; !exportfile::decode_job_args(t.job_args, &args))
+    t.job_args.clear();
   if (!ok || t.job_id == 0) return Error{origin, "malformed queue entry"};
   return t;
 }

@@ -3,7 +3,7 @@
 // SLURM_JOB_PARTITION, SLURM_JOB_NUM_NODES, SLURM_JOB_EXIT_CODE2 (no task count: the worker asks
 // scontrol) and the job's spank_job_env as SPANK_<name>: SPANK_PSKEL_PREDICT / SPANK_PSKEL_APP
 // (set by spank_pskel.so in sbatch/srun), SPANK_PSKEL_APP_KEY / SPANK_PSKEL_SCRIPT_KEY /
-// SPANK_PSKEL_LIMITED (set by job_submit_pskel.so). Pure functions; reentrant.
+// SPANK_PSKEL_JOB_ARGS / SPANK_PSKEL_LIMITED (set by job_submit_pskel.so). Pure functions; reentrant.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +29,8 @@ struct Ticket {
   bool traced = false;             // --predict: run the pipeline
   std::string app_key;             // the application key ("" : not known)
   std::string script_key;          // its batch script's key, when app_key is a --predict name
+  std::string job_args;            // its script's arguments, exportfile::encode_job_args
+                                   // (SPANK_PSKEL_JOB_ARGS; "": none or not known)
   bool limited = false;            // pskel set this job's limit: record the outcome
   int64_t prediction_id = 0;
   double predicted_seconds = 0;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "export/export.h"
+#include "export/job_args.h"
 #include "jobsubmit/cache.h"
 #include "jobsubmit/policy.h"
 #include "scratch_dir.h"
@@ -457,4 +458,31 @@ TEST_CASE("RequestedNodesIsTheCountSbatchNGives") {
   CHECK(requested_nodes(1, 4) == 0);            // -N 1-4: any of them
   CHECK(requested_nodes(4, 2) == 0);            // refused by Slurm later; no guess here
   CHECK(requested_nodes(kNoVal, 2) == 0);
+}
+
+TEST_CASE("JobArgsRoundTripAsOneWord") {
+  const char* args[] = {"-n", "256", "input file.dat", "", "naïve\n", "a%b"};
+  const std::string text = pskel::exportfile::encode_job_args(args);
+  CHECK(text.find_first_of("\n\t\r") == std::string::npos);
+  CHECK(text.starts_with("-n 256 input%20file.dat %00 "));
+  std::vector<std::string> back;
+  REQUIRE(pskel::exportfile::decode_job_args(text, &back));
+  REQUIRE(back.size() == 6);
+  CHECK(back[2] == "input file.dat");
+  CHECK(back[3].empty());
+  CHECK(back[4] == "naïve\n");
+  CHECK(back[5] == "a%b");
+  REQUIRE(pskel::exportfile::decode_job_args("", &back));
+  CHECK(back.empty());
+}
+
+TEST_CASE("JobArgsRefuseWhatEncodingCannotWrite") {
+  std::vector<std::string> out;
+  for (const char* bad : {"a  b", " a", "a ", "%", "%4", "%zz", "a\tb", "%4g"})
+    CHECK_MESSAGE(!pskel::exportfile::decode_job_args(bad, &out), bad);
+  std::vector<const char*> many(pskel::exportfile::kMaxJobArgs + 1, "1");
+  CHECK(pskel::exportfile::encode_job_args(many).empty());
+  const std::string long_arg(pskel::exportfile::kMaxJobArgsBytes + 1, 'x');
+  const char* one[] = {long_arg.c_str()};
+  CHECK(pskel::exportfile::encode_job_args(one).empty());
 }

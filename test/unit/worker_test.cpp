@@ -129,11 +129,16 @@ TEST_CASE("TicketsRoundTrip") {
   env["SPANK_PSKEL_LIMITED"] = "7:125.5:4";
   env["SPANK_PSKEL_APP_KEY"] = "lu";
   env["SPANK_PSKEL_SCRIPT_KEY"] = "script:0123456789abcdef";
+  env["SPANK_PSKEL_JOB_ARGS"] = "-n 256 in%20put";
   Ticket t = *ticket_from_env(env).value();
+  CHECK(t.job_args == "-n 256 in%20put");
   t.attempts = 2;
   auto back = parse_ticket(format_ticket(t), "q");
   REQUIRE_MESSAGE(back.ok(), back.error().line());
   CHECK(format_ticket(back.value()) == format_ticket(t));
+  CHECK(back.value().job_args == t.job_args);
+  env["SPANK_PSKEL_JOB_ARGS"] = "a\nb";  // not what job_submit writes: dropped
+  CHECK(ticket_from_env(env).value()->job_args.empty());
   CHECK_FALSE(parse_ticket("JobId=x\n", "q").ok());
   CHECK_FALSE(parse_ticket("garbage", "q").ok());
 }

@@ -34,6 +34,10 @@ struct PredictOptions {
   bool json = false;
 };
 
+struct FeaturesOptions {
+  std::string dir;
+};
+
 struct ShowOptions {
   std::string model;
   bool json = false;
@@ -154,6 +158,21 @@ int run_predict(const PredictOptions& opt) {
   return 0;
 }
 
+// One run as the models read it, as JSON: what the epilog worker stores per traced job (run as
+// the job's user: the trace is the user's to read).
+int run_features(const FeaturesOptions& opt) {
+  auto run = model::read_run(opt.dir);
+  if (!run.ok()) return fail(run.error().line());
+  const model::Run& r = run.value();
+  fmt::print("{}\n", json_text({{"kind", r.kind},
+                                {"command", r.command},
+                                {"ntasks", r.ntasks},
+                                {"seconds", r.seconds},
+                                {"features", r.features}},
+                               2));
+  return 0;
+}
+
 int run_show(const ShowOptions& opt) {
   auto loaded = load_model(opt.model);
   if (!loaded.ok()) return fail(loaded.error().line());
@@ -200,6 +219,11 @@ Subcommand add_model_command(CLI::App& app) {
   predict_cmd->add_flag("--json", predict->json,
                         "Print JSON (keys: predicted_seconds, low_seconds, high_seconds, via)");
 
+  auto features = std::make_shared<FeaturesOptions>();
+  CLI::App* features_cmd = cmd->add_subcommand(
+      "features", "Print one run's features, task count, command and time as JSON");
+  features_cmd->add_option("DIR", features->dir, "A counter or trace directory")->required();
+
   auto show = std::make_shared<ShowOptions>();
   CLI::App* show_cmd =
       cmd->add_subcommand("show", "Print a model: kept features by source location, terms");
@@ -209,6 +233,7 @@ Subcommand add_model_command(CLI::App& app) {
   return {cmd, [=]() {
             if (fit_cmd->parsed()) return run_fit(*fit);
             if (predict_cmd->parsed()) return run_predict(*predict);
+            if (features_cmd->parsed()) return run_features(*features);
             return run_show(*show);
           }};
 }

@@ -23,6 +23,7 @@ constexpr double kRicherMargin = 0.1;
 // hypothesis can look better than the true one by chance (n^(2/3) log2(n)^2 for n).
 constexpr double kRicherFloor = 0.005;
 constexpr double kStageMargin = 0.5;
+constexpr size_t kMaxSearchedParameters = 4;
 constexpr double kTieTolerance = 1e-9;
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
@@ -217,6 +218,26 @@ Result<ParamModel> fit_param_model(const Matrix& parameters, std::span<const dou
     if (positive && varies) usable.push_back(p);
   }
   const std::vector<Shape> shapes = all_shapes();
+  // Products of pairs and triples grow with the parameters' count: a job of many varying
+  // numbers keeps the kMaxSearchedParameters whose best single term fits best.
+  if (usable.size() > kMaxSearchedParameters) {
+    std::vector<std::pair<double, size_t>> ranked;
+    for (size_t p : usable) {
+      double best_error = kInfinity;
+      for (const Shape& shape : shapes) {
+        Candidate c{{{Factor{p, shape.exponent, shape.log_exponent}}}, {std::vector<double>(m)}};
+        for (size_t r = 0; r < m; ++r)
+          c.columns[0][r] = factor_value(parameters.at(r, p), shape.exponent, shape.log_exponent);
+        judge(c, values, scale);
+        best_error = std::min(best_error, c.error);
+      }
+      ranked.push_back({best_error, p});
+    }
+    std::sort(ranked.begin(), ranked.end());
+    usable.clear();
+    for (size_t k = 0; k < kMaxSearchedParameters; ++k) usable.push_back(ranked[k].second);
+    std::sort(usable.begin(), usable.end());
+  }
   // columns[u][s]: shape s of usable parameter u in every run.
   std::vector<std::vector<std::vector<double>>> columns(usable.size());
   for (size_t u = 0; u < usable.size(); ++u)

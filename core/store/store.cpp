@@ -21,7 +21,7 @@ namespace {
 
 // The schema a new store gets. A change of it is a new version: kSchemaVersion + 1, and a step
 // in kMigrations that brings a store of the previous version to the same tables.
-constexpr int kSchemaVersion = 2;
+constexpr int kSchemaVersion = 3;
 
 const char* const kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -90,6 +90,21 @@ CREATE TABLE IF NOT EXISTS extensions(
   ceiling_minutes INTEGER NOT NULL,
   elapsed_seconds INTEGER NOT NULL,
   at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS model_runs(
+  job_id INTEGER PRIMARY KEY,
+  app_id INTEGER NOT NULL REFERENCES applications(id) ON DELETE CASCADE,
+  uid INTEGER NOT NULL,
+  ntasks INTEGER NOT NULL,
+  args TEXT NOT NULL,
+  seconds REAL NOT NULL,
+  features TEXT NOT NULL,
+  recorded INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS models(
+  app_id INTEGER PRIMARY KEY REFERENCES applications(id) ON DELETE CASCADE,
+  uid INTEGER NOT NULL,
+  model TEXT NOT NULL,
+  runs INTEGER NOT NULL,
+  fitted INTEGER NOT NULL);
 )sql";
 
 // kMigrations[i] brings a store of schema version i + 1 to version i + 2, in the transaction
@@ -131,6 +146,25 @@ CREATE TABLE extensions(
   ceiling_minutes INTEGER NOT NULL,
   elapsed_seconds INTEGER NOT NULL,
   at INTEGER NOT NULL);
+)sql",
+    // 2 -> 3: the runs of each traced application (job arguments, trace features, run time)
+    // and the run-time model fitted to them (docs/model.md).
+    R"sql(
+CREATE TABLE model_runs(
+  job_id INTEGER PRIMARY KEY,
+  app_id INTEGER NOT NULL REFERENCES applications(id) ON DELETE CASCADE,
+  uid INTEGER NOT NULL,
+  ntasks INTEGER NOT NULL,
+  args TEXT NOT NULL,
+  seconds REAL NOT NULL,
+  features TEXT NOT NULL,
+  recorded INTEGER NOT NULL);
+CREATE TABLE models(
+  app_id INTEGER PRIMARY KEY REFERENCES applications(id) ON DELETE CASCADE,
+  uid INTEGER NOT NULL,
+  model TEXT NOT NULL,
+  runs INTEGER NOT NULL,
+  fitted INTEGER NOT NULL);
 )sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion - 1, "one migration per older version");
@@ -318,7 +352,8 @@ struct Table {
   int since;
 };
 const Table kTables[] = {{"meta", 1},     {"applications", 1}, {"traces", 1},     {"skeletons", 1},
-                         {"predictions", 1}, {"outcomes", 1},  {"partitions", 1}, {"extensions", 2}};
+                         {"predictions", 1}, {"outcomes", 1},  {"partitions", 1}, {"extensions", 2},
+                         {"model_runs", 3},  {"models", 3}};
 
 // The schema version the store records, if it is one this pskel knows (1 to kSchemaVersion).
 Result<int> stored_version(sqlite3* db, const std::string& path) {
@@ -597,6 +632,47 @@ Result<bool> Store::record_extension(const Extension& e) {
       .bind(e.job_id, e.prediction_id, int64_t{e.from_minutes}, int64_t{e.to_minutes},
             int64_t{e.ceiling_minutes}, e.elapsed_seconds, now())
       .run();
+}
+
+Result<bool> Store::put_model_run(const ModelRun& run) {
+  if (!(run.seconds > 0) || !std::isfinite(run.seconds))
+    return Error{path_, "a model run's time must be a number above zero"};
+  return Stmt(db_,
+              "INSERT OR REPLACE INTO model_runs(job_id, app_id, uid, ntasks, args, seconds, "
+              "features, recorded) VALUES(?,?,?,?,?,?,?,?)")
+      .bind(run.job_id, run.app_id, int64_t{run.uid}, int64_t{run.ntasks}, run.args, run.seconds,
+            run.features, now())
+      .run();
+}
+
+Result<std::vector<ModelRun>> Store::model_runs(int64_t app_id) const {
+  Stmt s(db_,
+         "SELECT job_id, app_id, uid, ntasks, args, seconds, features, recorded FROM model_runs "
+         "WHERE app_id=? ORDER BY job_id");
+  s.bind(app_id);
+  return collect(s, [](const Stmt& r) {
+    return ModelRun{r.i64(0), r.i64(1), r.u32(2), r.u32(3), r.text(4), r.f64(5), r.text(6),
+                    r.i64(7)};
+  });
+}
+
+Result<bool> Store::put_model(const StoredModel& model) {
+  return Stmt(db_,
+              "INSERT OR REPLACE INTO models(app_id, uid, model, runs, fitted) VALUES(?,?,?,?,?)")
+      .bind(model.app_id, int64_t{model.uid}, model.model, int64_t{model.runs}, now())
+      .run();
+}
+
+Result<std::optional<StoredModel>> Store::model(int64_t app_id) const {
+  Stmt s(db_, "SELECT app_id, uid, model, runs, fitted FROM models WHERE app_id=?");
+  s.bind(app_id);
+  if (!s.next()) {
+    if (!s.ok()) return s.error();
+    return std::optional<StoredModel>();
+  }
+  StoredModel m{s.i64(0), s.u32(1), s.text(2), s.u32(3), s.i64(4)};
+  if (!s.ok()) return s.error();
+  return std::optional<StoredModel>(std::move(m));
 }
 
 Result<bool> Store::set_partitions(const std::vector<exportfile::Partition>& partitions) {

@@ -1,7 +1,8 @@
 // pskel's store: an embedded SQLite database on the controller (StateDir/pskel.db) holding
 // applications, traces (one per traced job, with what failed if something did), skeletons,
-// predictions keyed by (user, application, task count, node count, partition), and the outcome
-// of every job whose limit pskel set (predicted vs actual). The export file job_submit reads is
+// predictions keyed by (user, application, task count, node count, partition), the outcome of
+// every job whose limit pskel set (predicted vs actual), and for run-time models each traced
+// run's inputs, features and time with the model fitted to them. The export file job_submit reads is
 // derived from it (export_data + exportfile::write_atomic, serialised by write_export).
 //
 // The schema has a version (meta.schema_version). A read-write open upgrades an older store in
@@ -120,6 +121,28 @@ struct Extension {
   int64_t elapsed_seconds = 0;
 };
 
+// One traced run of an application as its run-time model sees it (docs/model.md): the job's
+// task count and script arguments, the features of its trace, its run time.
+struct ModelRun {
+  int64_t job_id = 0;
+  int64_t app_id = 0;
+  uint32_t uid = 0;
+  uint32_t ntasks = 0;
+  std::string args;       // exportfile::encode_job_args
+  double seconds = 0;     // the traced job's run time
+  std::string features;   // JSON object: feature name -> mean over ranks
+  int64_t recorded = 0;
+};
+
+// The run-time model fitted to an application's runs (core/model/app_model.h, as JSON).
+struct StoredModel {
+  int64_t app_id = 0;
+  uint32_t uid = 0;
+  std::string model;
+  uint32_t runs = 0;
+  int64_t fitted = 0;
+};
+
 enum class Access {
   // Creates the file (mode 0644) and the schema when they are not there, and upgrades a store of
   // an older schema version: the epilog worker and the commands that change the store (db
@@ -163,6 +186,11 @@ class Store {
   Result<bool> record_outcome(const Outcome& outcome);
   Result<bool> record_extension(const Extension& extension);
   Result<bool> set_partitions(const std::vector<exportfile::Partition>& partitions);
+  // Inserts or replaces the run of run.job_id; a time that is not above zero is an Error.
+  Result<bool> put_model_run(const ModelRun& run);
+  Result<std::vector<ModelRun>> model_runs(int64_t app_id) const;
+  Result<bool> put_model(const StoredModel& model);
+  Result<std::optional<StoredModel>> model(int64_t app_id) const;
 
   Result<std::vector<AppSummary>> list(std::optional<uint32_t> uid) const;
   Result<std::vector<Application>> find_applications(const std::string& key,

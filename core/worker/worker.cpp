@@ -20,6 +20,8 @@
 
 #include "child/child.h"
 #include "export/export.h"
+#include "export/job_args.h"
+#include "model/app_model.h"
 #include "store/store.h"
 #include "util/json_text.h"
 #include "util/safe_dir.h"
@@ -33,6 +35,7 @@ namespace {
 
 constexpr uint32_t kMaxAttempts = 3;
 constexpr size_t kMaxJsonBytes = 1 << 20;
+constexpr size_t kMaxModelFeatures = 4096;  // a trace has two per MPI function
 constexpr const char* kQueueDir = "queue";
 
 // --- small helpers -------------------------------------------------------------------------
@@ -98,6 +101,8 @@ class Worker {
     double skeleton_seconds = 0, scale = 0, predicted_seconds = 0;
   };
   Result<bool> step_compress(const Ticket& t, const TraceChoice& trace);
+  void step_model(const Ticket& t, int64_t app_id, const TraceChoice& trace,
+                  double runtime_seconds);
   Result<SkeletonOut> step_skeleton(const Ticket& t, const TraceChoice& trace, double scale);
   Result<Calibration> step_calibrate(const Ticket& t, const TraceChoice& trace,
                                      const SkeletonOut& skeleton, const std::string& partition);
@@ -179,6 +184,83 @@ Result<bool> Worker::step_compress(const Ticket& t, const TraceChoice& trace) {
             json_text(j.value().value("merged_events", nlohmann::json())) + " merged events, " +
             json_text(j.value().value("compressed_length", nlohmann::json())) + " after compression");
   return true;
+}
+
+// The application's run-time model (docs/model.md): this run's inputs (task count, script
+// arguments), its trace's features (read by `pskel model features` as the user) and its run
+// time are stored, and the model is fitted again to the runs of the same command shape as
+// this one once there are enough. A model is extra: nothing here fails the pipeline.
+void Worker::step_model(const Ticket& t, int64_t app_id, const TraceChoice& trace,
+                        double runtime_seconds) {
+  const std::string job = "job " + std::to_string(t.job_id);
+  if (!(runtime_seconds > 0) || !available(t, "model")) return;
+  const child::Result r = run_as_user(t, {conf_.pskel, "model", "features", trace.dir},
+                                      static_cast<int>(conf_.step_timeout));
+  if (!r.started || r.timed_out || r.exit_code != 0) {
+    log_.line(job + ": model: " + r.failure());
+    return;
+  }
+  auto j = parse_json(r.out, "model features");
+  if (!j || !j.value().contains("features") || !j.value()["features"].is_object() ||
+      j.value()["features"].size() > kMaxModelFeatures) {
+    log_.line(job + ": model: the trace's features are not readable");
+    return;
+  }
+  for (const auto& [name, value] : j.value()["features"].items())
+    if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < 0) {
+      log_.line(job + ": model: feature " + one_line(name, 80) + " is not a count");
+      return;
+    }
+  store::ModelRun run{t.job_id, app_id, t.uid, t.ntasks, t.job_args, runtime_seconds,
+                      json_text(j.value()["features"]), 0};
+  if (auto stored = store_.put_model_run(run); !stored) {
+    log_.line(job + ": model: store: " + stored.error().line());
+    return;
+  }
+  auto rows = store_.model_runs(app_id);
+  if (!rows) return log_.line(job + ": model: store: " + rows.error().line());
+  // The runs of this job's command shape: "job" and its arguments, the task count.
+  auto command_of = [](const store::ModelRun& row) {
+    std::vector<std::string> command = {"job"}, args;
+    if (exportfile::decode_job_args(row.args, &args))
+      command.insert(command.end(), args.begin(), args.end());
+    return command;
+  };
+  const auto shape = model::job_parameters(command_of(run), static_cast<int>(t.ntasks));
+  if (!shape) return;
+  std::vector<model::Run> runs;
+  for (const store::ModelRun& row : rows.value()) {
+    model::Run m;
+    m.source = "job " + std::to_string(row.job_id);
+    m.kind = "trace";
+    m.command = command_of(row);
+    m.ntasks = static_cast<int>(row.ntasks);
+    m.seconds = row.seconds;
+    const auto p = model::job_parameters(m.command, m.ntasks);
+    const nlohmann::json f = nlohmann::json::parse(row.features, nullptr, false);
+    if (!p || p.value().shape != shape.value().shape || !f.is_object()) continue;
+    for (const auto& [name, value] : f.items())
+      if (value.is_number()) m.features[name] = value.get<double>();
+    runs.push_back(std::move(m));
+  }
+  if (runs.size() < model::kMinModelRuns) {
+    log_.line(job + ": model: " + std::to_string(runs.size()) + " run(s) of this command shape, " +
+              std::to_string(model::kMinModelRuns) + " make a model");
+    return;
+  }
+  auto fitted = model::fit_app_model(runs, model::RegressionOptions{});
+  if (!fitted) return log_.line(job + ": model: not fitted: " + fitted.error().line());
+  const model::AppModel& m = fitted.value();
+  const model::PathCheck& used = m.use_features_path ? *m.features_path : m.time_path;
+  if (auto stored = store_.put_model(store::StoredModel{
+          app_id, t.uid, json_text(model::model_to_json(m)), static_cast<uint32_t>(runs.size()), 0});
+      !stored)
+    return log_.line(job + ": model: store: " + stored.error().line());
+  char error[32];
+  std::snprintf(error, sizeof error, "%.1f", 100 * used.loo_mean_error);
+  log_.line(job + ": model: fitted to " + std::to_string(runs.size()) + " runs, through " +
+            (m.use_features_path ? "the trace's counts" : "the run time's model") +
+            ", leave-one-out error " + error + " %");
 }
 
 Result<Worker::SkeletonOut> Worker::step_skeleton(const Ticket& t, const TraceChoice& trace,
@@ -293,6 +375,8 @@ void Worker::run_pipeline(const Ticket& t, int64_t app_id, const std::optional<J
   log_.line(job + ": trace: " + trace.value().dir + " (" + std::to_string(trace.value().ranks) +
             " ranks on " + std::to_string(trace.value().hosts) + " host(s), " + trace.value().mpi +
             ", " + std::to_string(trace.value().bytes) + " bytes)");
+
+  step_model(t, app_id, trace.value(), row.runtime_seconds);
 
   (void)store_.set_trace_state(t.job_id, "running", "compress", "");
   if (auto c = step_compress(t, trace.value()); !c) return fail(t, "compress", c.error().what);

@@ -308,3 +308,23 @@ TEST_CASE("RefitKeepsTheShapeAndFitsTheCoefficientsAgain") {
   CHECK(refit.value().constant == doctest::Approx(1).epsilon(1e-6));
   CHECK_FALSE(refit_param_model(fit.value(), matrix({{1}}), std::vector<double>{1}).ok());
 }
+
+TEST_CASE("ParamModelOfManyVaryingParametersSearchesTheBestFew") {
+  // Eight parameters vary; the value follows the fifth alone (n^2). The search keeps the four
+  // whose single terms fit best and still finds it, quickly.
+  Noise noise;
+  const size_t runs = 8, params = 8;
+  Matrix p(runs, params);
+  std::vector<double> v;
+  for (size_t r = 0; r < runs; ++r) {
+    for (size_t c = 0; c < params; ++c) p.at(r, c) = 10 + 5 * (noise.next() + 1);
+    p.at(r, 4) = 100 * static_cast<double>(r + 1);
+    v.push_back(7 + 0.01 * p.at(r, 4) * p.at(r, 4));
+  }
+  auto fit = fit_param_model(p, v);
+  REQUIRE(fit.ok());
+  REQUIRE(fit.value().terms.size() == 1);
+  REQUIRE(fit.value().terms[0].factors.size() == 1);
+  CHECK(fit.value().terms[0].factors[0].parameter == 4);
+  CHECK(fit.value().terms[0].factors[0].exponent == 2);
+}

@@ -513,13 +513,13 @@ TEST_CASE("ReadOnlyOpenOfAStoreOfAnotherSchemaIsAnErrorAndChangesNothing") {
   sql(no_tables, "PRAGMA user_version=7;");  // a valid SQLite file without tables
   refused_read_only(no_tables, "not a pskel store (no tables)");
   const std::string newer = filled_store("newer");
-  sql(newer, "UPDATE meta SET value='3' WHERE key='schema_version';");
-  refused_read_only(newer, "schema version 3, this pskel knows 2");
+  sql(newer, "UPDATE meta SET value='4' WHERE key='schema_version';");
+  refused_read_only(newer, "schema version 4, this pskel knows 3");
   for (const char* odd : {"0", "-1", "2x", " 2", ""}) {
     CAPTURE(odd);
     const std::string path = filled_store("odd-version");
     sql(path, std::string("UPDATE meta SET value='") + odd + "' WHERE key='schema_version';");
-    refused_read_only(path, "this pskel knows 2");
+    refused_read_only(path, "this pskel knows 3");
   }
   const std::string forged = filled_store("forged-version");
   sql(forged, "UPDATE meta SET value=CAST(x'320a1b5b33316dff' AS TEXT);");
@@ -725,14 +725,14 @@ TEST_CASE("ExportLeavesOutAPredictionForZeroNodes") {
 TEST_CASE("AVersion1StoreIsUpgradedByAWritingOpenAndKeepsItsRows") {
   const std::string path = v1_store("v1");
   // Looking must not write: read-only, it says what upgrades it.
-  refused_read_only(path, "store of an older schema (version 1, this pskel's is 2)");
+  refused_read_only(path, "store of an older schema (version 1, this pskel's is 3)");
   CHECK(store::Store::open(path, store::Access::ReadOnly).error().what.find("pskel db export") !=
         std::string::npos);
   {
     auto s = store::Store::open(path);
     REQUIRE_MESSAGE(s.ok(), s.error().line());
   }
-  CHECK(rows(path, "SELECT value FROM meta WHERE key='schema_version'") == "2");
+  CHECK(rows(path, "SELECT value FROM meta WHERE key='schema_version'") == "3");
   auto opened = store::Store::open(path, store::Access::ReadOnly);
   REQUIRE_MESSAGE(opened.ok(), opened.error().line());
   const store::Store& s = opened.value();
@@ -831,4 +831,41 @@ TEST_CASE("AVersion1StoreWithoutAllItsTablesIsNotUpgraded") {
   REQUIRE_FALSE(s.ok());
   CHECK(s.error().what == "not a pskel store (no table outcomes)");
   CHECK(rows(path, "SELECT value FROM meta WHERE key='schema_version'") == "1");
+}
+
+TEST_CASE("ModelRunsAndModelsAreKeptPerApplicationAndGoWithIt") {
+  const std::string path = fresh_db("model-runs");
+  auto s = store::Store::open(path);
+  REQUIRE_MESSAGE(s.ok(), s.error().line());
+  const int64_t app = s.value().ensure_application(1000, "alice", "sweep").value();
+  for (int64_t job = 1; job <= 3; ++job) {
+    store::ModelRun run;
+    run.job_id = job;
+    run.app_id = app;
+    run.uid = 1000;
+    run.ntasks = 2;
+    run.args = "-n " + std::to_string(100 * job);
+    run.seconds = 1.5 * static_cast<double>(job);
+    run.features = "{\"MPI_Allreduce\":10}";
+    REQUIRE(s.value().put_model_run(run).ok());
+  }
+  store::ModelRun bad;
+  bad.job_id = 9;
+  bad.app_id = app;
+  bad.seconds = 0;
+  CHECK_FALSE(s.value().put_model_run(bad).ok());
+  const auto runs = s.value().model_runs(app).value();
+  REQUIRE(runs.size() == 3);
+  CHECK(runs[1].args == "-n 200");
+  CHECK(runs[2].seconds == 4.5);
+  CHECK(runs[0].features == "{\"MPI_Allreduce\":10}");
+  CHECK_FALSE(s.value().model(app).value().has_value());
+  REQUIRE(s.value().put_model(store::StoredModel{app, 1000, "{}", 3, 0}).ok());
+  const auto model = s.value().model(app).value();
+  REQUIRE(model.has_value());
+  CHECK(model->runs == 3);
+  CHECK(model->fitted > 0);
+  REQUIRE(s.value().forget(app).value() == 1);
+  CHECK(s.value().model_runs(app).value().empty());
+  CHECK_FALSE(s.value().model(app).value().has_value());
 }

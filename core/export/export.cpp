@@ -7,9 +7,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
+#include <optional>
 #include <type_traits>
+#include <vector>
 
 #include "util/crc32c.h"
 #include "util/file_read.h"
@@ -17,7 +21,9 @@
 namespace pskel::exportfile {
 namespace {
 
-constexpr std::string_view kHeader = "pskel-export 2";
+constexpr std::string_view kHeader = "pskel-export 3";
+// Version 2 (before run-time models): no M lines, and the end line has no M count.
+constexpr std::string_view kHeaderV2 = "pskel-export 2";
 // Version 1 (before node counts): E lines without <nodes>, every prediction for one node.
 constexpr std::string_view kHeaderV1 = "pskel-export 1";
 
@@ -104,6 +110,115 @@ bool to_hex32(std::string_view s, uint32_t* out) {
   return r.ec == std::errc() && r.ptr == s.data() + s.size();
 }
 
+// Any finite number as the writer writes it (a model's coefficients and exponents have signs).
+bool to_finite(std::string_view s, double* out) {
+  if (s.empty() || s[0] == '+') return false;
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size() && std::isfinite(*out);
+}
+
+bool to_hex64(std::string_view s, uint64_t* out) {
+  if (s.size() != 16) return false;
+  for (const char c : s)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), *out, 16);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+
+// An M line's words after "M": the fields in order, each checked on the way.
+bool append_model(std::string& out, const Model& m) {
+  char key[24];
+  snprintf(key, sizeof key, "%016llx", static_cast<unsigned long long>(m.shape_key));
+  std::string line = "M";
+  auto word = [&](auto v) {
+    line += ' ';
+    return append_field(line, v);
+  };
+  bool ok = word(m.uid) && word(std::string_view(m.app)) && word(std::string_view(key)) &&
+            word(m.model_id) && word(m.parameters) && word(m.low_ratio) && word(m.high_ratio) &&
+            word(m.intercept) && word(m.groups.size());
+  for (const ModelGroup& g : m.groups) {
+    ok = ok && word(g.weight) && word(g.clamp ? 1 : 0) && word(g.constant) && word(g.terms.size());
+    for (const ModelTerm& t : g.terms) {
+      ok = ok && word(t.coefficient) && word(t.factors.size());
+      for (const ModelFactor& f : t.factors)
+        ok = ok && word(f.parameter) && word(f.exponent) && word(f.log_exponent);
+    }
+  }
+  if (!ok) return false;
+  out += line;
+  out += '\n';
+  return true;
+}
+
+// Reads an M line (its words, "M" first); an error names the field.
+Result<Model> parse_model(std::string_view line) {
+  std::vector<std::string_view> w;
+  size_t i = 0;
+  while (i <= line.size()) {
+    const size_t end = line.find(' ', i);
+    w.push_back(line.substr(i, end == std::string_view::npos ? std::string_view::npos : end - i));
+    if (end == std::string_view::npos) break;
+    i = end + 1;
+  }
+  size_t at = 1;
+  auto next = [&]() -> std::optional<std::string_view> {
+    if (at >= w.size() || w[at].empty()) return std::nullopt;
+    return w[at++];
+  };
+  auto number = [&](double* v) { auto t = next(); return t && to_finite(*t, v); };
+  auto count = [&](size_t* v, size_t most) {
+    auto t = next();
+    return t && to_int(*t, v) && *v <= most;
+  };
+  Model m;
+  auto t = next();
+  if (!t || !to_int(*t, &m.uid)) return Error{"", "bad uid"};
+  t = next();
+  if (!t || !valid_word(*t)) return Error{"", "bad application"};
+  m.app = *t;
+  t = next();
+  if (!t || !to_hex64(*t, &m.shape_key)) return Error{"", "bad shape key"};
+  t = next();
+  if (!t || !to_int(*t, &m.model_id)) return Error{"", "bad model id"};
+  size_t parameters = 0, groups = 0;
+  if (!count(&parameters, kMaxModelParameters) || parameters == 0)
+    return Error{"", "bad parameter count"};
+  m.parameters = static_cast<uint32_t>(parameters);
+  if (!number(&m.low_ratio) || !number(&m.high_ratio) || !number(&m.intercept) ||
+      !count(&groups, kMaxModelGroups))
+    return Error{"", "bad interval, intercept or group count"};
+  for (size_t g = 0; g < groups; ++g) {
+    ModelGroup group;
+    size_t clamp = 0, terms = 0;
+    if (!number(&group.weight) || !count(&clamp, 1) || !number(&group.constant) ||
+        !count(&terms, kMaxModelTerms))
+      return Error{"", "bad group"};
+    group.clamp = clamp == 1;
+    for (size_t k = 0; k < terms; ++k) {
+      ModelTerm term;
+      size_t factors = 0;
+      if (!number(&term.coefficient) || !count(&factors, kMaxModelFactors) || factors == 0)
+        return Error{"", "bad term"};
+      for (size_t f = 0; f < factors; ++f) {
+        ModelFactor factor;
+        size_t parameter = 0, log_exponent = 0;
+        if (!count(&parameter, parameters - 1) || !number(&factor.exponent) ||
+            !count(&log_exponent, 2))
+          return Error{"", "bad factor"};
+        factor.parameter = static_cast<uint32_t>(parameter);
+        factor.log_exponent = static_cast<int>(log_exponent);
+        term.factors.push_back(factor);
+      }
+      group.terms.push_back(std::move(term));
+    }
+    m.groups.push_back(std::move(group));
+  }
+  if (at != w.size()) return Error{"", "fields after the model"};
+  if (!valid_model(m)) return Error{"", "model out of range"};
+  return m;
+}
+
 Error syscall_error(const std::string& path, const char* what) {
   return Error{path, std::string(what) + ": " + std::strerror(errno)};
 }
@@ -136,6 +251,61 @@ bool valid_entry(const Entry& e) {
          valid_predicted_seconds(e.predicted_seconds);
 }
 
+std::string model_line(const Model& m) {
+  std::string out;
+  if (!valid_model(m) || !append_model(out, m)) return "";
+  out.pop_back();  // the newline
+  return out;
+}
+
+Result<Model> parse_model_line(std::string_view line) {
+  if (!line.starts_with("M ")) return Error{"", "not a model line"};
+  return parse_model(line);
+}
+
+bool valid_model(const Model& m) {
+  if (!valid_word(m.app) || m.parameters == 0 || m.parameters > kMaxModelParameters ||
+      m.groups.size() > kMaxModelGroups || !(m.low_ratio > 0 && m.low_ratio <= 1) ||
+      !(m.high_ratio >= 1 && m.high_ratio <= 100) || !std::isfinite(m.intercept))
+    return false;
+  for (const ModelGroup& g : m.groups) {
+    if (!std::isfinite(g.weight) || !std::isfinite(g.constant) || g.terms.size() > kMaxModelTerms)
+      return false;
+    for (const ModelTerm& t : g.terms) {
+      if (!std::isfinite(t.coefficient) || t.factors.empty() ||
+          t.factors.size() > kMaxModelFactors)
+        return false;
+      for (const ModelFactor& f : t.factors)
+        if (f.parameter >= m.parameters || !(std::fabs(f.exponent) <= 8) || f.log_exponent < 0 ||
+            f.log_exponent > 2)
+          return false;
+    }
+  }
+  return true;
+}
+
+double model_seconds(const Model& m, std::span<const double> parameters) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  if (parameters.size() != m.parameters) return nan;
+  for (double p : parameters)
+    if (!(p > 0) || !std::isfinite(p)) return nan;
+  double seconds = m.intercept;
+  for (const ModelGroup& g : m.groups) {
+    double value = g.constant;
+    for (const ModelTerm& t : g.terms) {
+      double product = t.coefficient;
+      for (const ModelFactor& f : t.factors) {
+        const double x = parameters[f.parameter];
+        product *= std::pow(x, f.exponent) * std::pow(std::log2(x), f.log_exponent);
+      }
+      value += product;
+    }
+    if (g.clamp && value < 0) value = 0;
+    seconds += g.weight * value;
+  }
+  return std::isfinite(seconds) ? seconds : nan;
+}
+
 std::string format(const Data& data) {
   std::string out;
   out.reserve(64 + data.partitions.size() * 32 + data.entries.size() * 52);
@@ -154,9 +324,12 @@ std::string format(const Data& data) {
                            std::string_view(e.partition), e.predicted_seconds, e.prediction_id,
                            std::string_view(e.app));
   }
+  size_t models = 0;
+  for (const Model& m : data.models)
+    if (valid_model(m)) models += append_model(out, m);
   char crc[16];
   snprintf(crc, sizeof crc, "%08x", crc32c(out.data(), out.size()));
-  append_line(out, std::string_view("end"), entries, partitions, std::string_view(crc));
+  append_line(out, std::string_view("end"), entries, partitions, models, std::string_view(crc));
   return out;
 }
 
@@ -167,7 +340,7 @@ Result<Data> parse(std::string_view text, const std::string& origin) {
     return Error{origin, "line " + std::to_string(line_no) + ": " + what};
   };
   bool ended = false;
-  bool v1 = false;
+  bool v1 = false, v2 = false;
   while (pos < text.size()) {
     ++line_no;
     const size_t nl = text.find('\n', pos);
@@ -178,7 +351,9 @@ Result<Data> parse(std::string_view text, const std::string& origin) {
     if (ended) return bad("text after the end line");
     if (line_no == 1) {
       v1 = line == kHeaderV1;
-      if (line != kHeader && !v1) return bad("not a pskel export (expected \"pskel-export 2\")");
+      v2 = line == kHeaderV2;
+      if (line != kHeader && !v1 && !v2)
+        return bad("not a pskel export (expected \"pskel-export 3\")");
       continue;
     }
     if (line.starts_with("P ")) {
@@ -215,14 +390,22 @@ Result<Data> parse(std::string_view text, const std::string& origin) {
       e.partition = w[4];
       e.app = w[7];
       data.entries.push_back(std::move(e));
+    } else if (line.starts_with("M ") && !v1 && !v2) {
+      auto model = parse_model(line);
+      if (!model.ok()) return bad("model line: " + model.error().what);
+      data.models.push_back(std::move(model.value()));
     } else if (line.starts_with("end ")) {
-      std::string_view w[4];
-      size_t n_entries = 0, n_partitions = 0;
+      // Versions 1 and 2 have no M count: read as 0.
+      std::string_view w[5];
+      const bool has_models = !v1 && !v2;
+      size_t n_entries = 0, n_partitions = 0, n_models = 0;
       uint32_t crc = 0;
-      if (!split_words(line, w, 4) || !to_int(w[1], &n_entries) || !to_int(w[2], &n_partitions) ||
-          !to_hex32(w[3], &crc))
+      if (!split_words(line, w, has_models ? 5 : 4) || !to_int(w[1], &n_entries) ||
+          !to_int(w[2], &n_partitions) || (has_models && !to_int(w[3], &n_models)) ||
+          !to_hex32(w[has_models ? 4 : 3], &crc))
         return bad("bad end line");
-      if (n_entries != data.entries.size() || n_partitions != data.partitions.size())
+      if (n_entries != data.entries.size() || n_partitions != data.partitions.size() ||
+          n_models != data.models.size())
         return bad("end line counts do not match the records (truncated file)");
       if (crc != crc32c(text.data(), line_start)) return bad("checksum mismatch (corrupt file)");
       ended = true;

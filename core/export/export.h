@@ -3,19 +3,22 @@
 // slurmctld. It holds what job_submit needs and nothing else: no SQLite there.
 // The format is specified in docs/export-format.md. In short (text, one record per line):
 //
-//   pskel-export 2
+//   pskel-export 3
 //   P <partition> <max minutes|unlimited> <default|->
 //   E <uid> <ntasks> <nodes> <partition> <predicted seconds> <prediction id> <application key>
-//   end <E lines> <P lines> <crc32c of every byte before this line, 8 hex digits>
+//   M <uid> <application key> <shape key> <model id> <run-time model ...>
+//   end <E lines> <P lines> <M lines> <crc32c of every byte before this line, 8 hex digits>
 //
 // A file whose last line is not a matching `end` line is truncated or corrupt and is rejected
-// as a whole. The writer writes version 2; the parser also reads version 1, whose E lines have
-// no node count (1 node), so that a slurmctld upgraded before the worker keeps its predictions.
+// as a whole. The writer writes version 3; the parser also reads version 2 (no M lines, no M
+// count) and version 1, whose E lines have no node count (1 node), so that a slurmctld
+// upgraded before the worker keeps its predictions.
 // Thread safety: all functions are reentrant.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -52,9 +55,57 @@ struct Entry {
   int64_t prediction_id = 0;
 };
 
+// A run-time model of an application over its jobs' inputs (docs/model.md), in the form
+// job_submit evaluates: seconds = intercept + sum of weight x g, g = constant + sum of
+// coefficient x prod parameter^exponent x log2(parameter)^log_exponent, taken as 0 when below 0
+// if `clamp` (a count). Parameters: the task count, then the numbers of the job script's
+// arguments (job_args.h), for jobs whose arguments have the shape `shape_key`.
+struct ModelFactor {
+  uint32_t parameter = 0;
+  double exponent = 0;
+  int log_exponent = 0;
+};
+struct ModelTerm {
+  double coefficient = 0;
+  std::vector<ModelFactor> factors;
+};
+struct ModelGroup {
+  double weight = 1;
+  bool clamp = false;
+  double constant = 0;
+  std::vector<ModelTerm> terms;
+};
+struct Model {
+  uint32_t uid = 0;
+  std::string app;
+  uint64_t shape_key = 0;
+  int64_t model_id = 0;         // the application's id in the store
+  uint32_t parameters = 1;      // how many (the task count included)
+  double low_ratio = 1;         // the interval: predicted x low_ratio .. x high_ratio
+  double high_ratio = 1;
+  double intercept = 0;
+  std::vector<ModelGroup> groups;
+};
+
+// Limits of a model the export carries (a parser refuses more).
+inline constexpr uint32_t kMaxModelParameters = 65;
+inline constexpr size_t kMaxModelGroups = 64;
+inline constexpr size_t kMaxModelTerms = 4;
+inline constexpr size_t kMaxModelFactors = 3;
+
+// A model's M line (without its newline), "" for a model that is not valid_model; and back
+// (the store keeps each application's model in this form).
+std::string model_line(const Model& model);
+Result<Model> parse_model_line(std::string_view line);
+
+// The modelled seconds for `parameters` (Model::parameters of them, all above zero), or NaN.
+double model_seconds(const Model& model, std::span<const double> parameters);
+bool valid_model(const Model& model);
+
 struct Data {
   std::vector<Partition> partitions;
   std::vector<Entry> entries;
+  std::vector<Model> models;
 };
 
 // A word that may appear in a record: 1-128 bytes, printable ASCII without blanks.

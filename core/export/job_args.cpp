@@ -1,5 +1,12 @@
 #include "job_args.h"
 
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
+#include "export/app_key.h"
+
 namespace pskel::exportfile {
 namespace {
 
@@ -12,6 +19,28 @@ int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
+}
+
+bool parse_number(const std::string& text, double* value) {
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text[0]))) return false;
+  // "inf", "nan" and hex floats are words here, not sizes.
+  if (text.find_first_not_of("0123456789.eE+-") != std::string::npos) return false;
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size() || errno != 0 || !std::isfinite(v)) return false;
+  *value = v;
+  return true;
+}
+
+bool is_number(const std::string& text) {
+  double ignored;
+  return parse_number(text, &ignored);
+}
+
+std::string basename_of(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
 }  // namespace
@@ -64,6 +93,45 @@ bool decode_job_args(std::string_view text, std::vector<std::string>* args) {
     }
   }
   return true;
+}
+
+Result<JobParameters> job_parameters(std::span<const std::string> command, int ntasks) {
+  if (command.empty() || command[0].empty()) return Error{"", "the command is empty"};
+  if (ntasks < 1) return Error{"", "the task count must be at least 1"};
+  JobParameters p;
+  p.program = basename_of(command[0]);
+  p.shape.push_back(p.program);
+  p.names.push_back("ntasks");
+  p.values.push_back(ntasks);
+  for (size_t i = 1; i < command.size(); ++i) {
+    const std::string& word = command[i];
+    double value;
+    if (parse_number(word, &value)) {
+      const std::string& before = command[i - 1];
+      const bool after_option = i > 1 && before.size() > 1 && before[0] == '-' &&
+                                !is_number(before) && before.find('=') == std::string::npos;
+      p.shape.push_back(kNumberSlot);
+      p.names.push_back(after_option ? before : "arg" + std::to_string(i));
+      p.values.push_back(value);
+      continue;
+    }
+    const size_t equals = word.find('=');
+    if (word.size() > 1 && word[0] == '-' && equals != std::string::npos &&
+        parse_number(word.substr(equals + 1), &value)) {
+      p.shape.push_back(word.substr(0, equals + 1) + kNumberSlot);
+      p.names.push_back(word.substr(0, equals));
+      p.values.push_back(value);
+      continue;
+    }
+    p.shape.push_back(word);
+  }
+  return p;
+}
+
+uint64_t shape_key(std::span<const std::string> shape) {
+  std::string text;
+  for (const std::string& word : shape) text += std::to_string(word.size()) + ":" + word;
+  return fnv1a64(text);
 }
 
 }  // namespace pskel::exportfile

@@ -1,13 +1,18 @@
-// A batch job's script arguments as one word of text, so that they travel from job_submit (in
-// the job's spank_job_env, PSKEL_JOB_ARGS) through the epilog's queue file to the worker: the
-// inputs a run-time model is fitted over (docs/model.md). Each argument percent-encoded (bytes
-// other than [A-Za-z0-9._+=/,:-] as %XX), separated by single blanks. Pure; reentrant.
+// A job's inputs as run-time models see them (docs/model.md). A batch job's script arguments as
+// one word of text, so that they travel from job_submit (in the job's spank_job_env,
+// PSKEL_JOB_ARGS) through the epilog's queue file to the worker: each argument percent-encoded
+// (bytes other than [A-Za-z0-9._+=/,:-] as %XX), separated by single blanks. And a command line
+// as a shape and numbers, the same in the worker that fits a model and in job_submit that uses
+// it. Pure; reentrant.
 #pragma once
 
+#include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "util/result.h"
 
 namespace pskel::exportfile {
 
@@ -19,5 +24,25 @@ inline constexpr size_t kMaxJobArgsBytes = 4096;  // encoded
 std::string encode_job_args(std::span<const char* const> args);
 // False for text encode_job_args cannot have written.
 bool decode_job_args(std::string_view text, std::vector<std::string>* args);
+
+// A command line as a shape and numbers: "stencil -n 128 -i 400 --out=x.dat" with 4 tasks is
+// the shape [stencil, -n, {}, -i, {}, --out=x.dat] and the parameters ntasks = 4, -n = 128,
+// -i = 400. A numeric argument is named by the option before it ("-n"), by its own option
+// ("--size" for "--size=64"), or else by its position ("arg3"). Jobs of one shape are the same
+// application with other inputs.
+struct JobParameters {
+  std::string program;               // the basename of the command's first word
+  std::vector<std::string> shape;    // the command with each number as "{}"
+  std::vector<std::string> names;    // "ntasks", then one per number, in order
+  std::vector<double> values;        // as names
+};
+
+inline constexpr const char* kNumberSlot = "{}";
+
+// Fails on an empty command or a task count below 1.
+Result<JobParameters> job_parameters(std::span<const std::string> command, int ntasks);
+
+// A key of a command shape (JobParameters::shape): FNV-1a 64 of its words, each with its length.
+uint64_t shape_key(std::span<const std::string> shape);
 
 }  // namespace pskel::exportfile

@@ -379,6 +379,40 @@ Result<Prediction> predict_from_features(const AppModel& model, const Run& run) 
                     "counters"};
 }
 
+Result<exportfile::Model> export_model(const AppModel& model) {
+  exportfile::Model out;
+  out.shape_key = exportfile::shape_key(model.shape);
+  out.parameters = static_cast<uint32_t>(model.parameter_names.size());
+  auto group_of = [](const ParamModel& m, double weight, bool clamp) {
+    exportfile::ModelGroup g{weight, clamp, m.constant, {}};
+    for (const Term& t : m.terms) {
+      exportfile::ModelTerm term{t.coefficient, {}};
+      for (const Factor& f : t.factors)
+        term.factors.push_back({static_cast<uint32_t>(f.parameter), f.exponent, f.log_exponent});
+      g.terms.push_back(std::move(term));
+    }
+    return g;
+  };
+  const PathCheck* used = &model.time_path;
+  if (model.use_features_path && model.regression && model.features_path) {
+    used = &*model.features_path;
+    out.intercept = model.regression->intercept;
+    for (size_t k = 0; k < model.feature_models.size(); ++k)
+      out.groups.push_back(group_of(model.feature_models[k], model.regression->coefficients[k],
+                                    /*clamp=*/true));  // a count is never below zero
+  } else {
+    out.groups.push_back(group_of(model.time_model, 1, false));
+  }
+  out.low_ratio = std::clamp(used->low_ratio, 1e-3, 1.0);
+  out.high_ratio = std::clamp(used->high_ratio, 1.0, 100.0);
+  out.app = "-";  // the caller's
+  if (!exportfile::valid_model(out))
+    return Error{"", "the model does not fit the export (" + std::to_string(out.groups.size()) +
+                         " kept features, at most " +
+                         std::to_string(exportfile::kMaxModelGroups) + ")"};
+  return out;
+}
+
 nlohmann::json model_to_json(const AppModel& model) {
   nlohmann::json runs = nlohmann::json::array();
   for (const FittedRun& r : model.runs)

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "export/export.h"
 #include "model/pmnf.h"
 #include "model/regression.h"
 #include "model/runs.h"
@@ -68,6 +69,12 @@ Result<Prediction> predict_from_parameters(const AppModel& model,
                                            std::span<const std::string> command, int ntasks);
 // The time of a run whose features were measured (an instrumented run's counters).
 Result<Prediction> predict_from_features(const AppModel& model, const Run& run);
+
+// The model in the form job_submit evaluates (export/export.h's Model): the path used for
+// predictions from parameters, its interval, and the key of its command shape; uid, app and
+// model_id are the caller's to fill. Fails for a model the export cannot carry (more kept
+// features than exportfile::kMaxModelGroups).
+Result<exportfile::Model> export_model(const AppModel& model);
 
 nlohmann::json model_to_json(const AppModel& model);
 // Strict: any missing or mistyped field is an error naming it.

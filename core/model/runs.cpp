@@ -22,28 +22,6 @@ namespace {
 constexpr uint64_t kMaxCounterFileBytes = 64ull << 20;
 constexpr int kMaxRanks = 1 << 20;
 
-bool parse_number(const std::string& text, double* value) {
-  if (text.empty() || std::isspace(static_cast<unsigned char>(text[0]))) return false;
-  errno = 0;
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  if (end != text.c_str() + text.size() || errno != 0 || !std::isfinite(v)) return false;
-  // "inf", "nan" and hex floats are words here, not sizes.
-  if (text.find_first_not_of("0123456789.eE+-") != std::string::npos) return false;
-  *value = v;
-  return true;
-}
-
-bool is_number(const std::string& text) {
-  double ignored;
-  return parse_number(text, &ignored);
-}
-
-std::string basename_of(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 struct RankFile {
   int rank = -1;
   int ntasks = 0;
@@ -93,39 +71,6 @@ Result<RankFile> read_rank_file(const std::string& path) {
 }
 
 }  // namespace
-
-Result<JobParameters> job_parameters(std::span<const std::string> command, int ntasks) {
-  if (command.empty() || command[0].empty()) return Error{"", "the command is empty"};
-  if (ntasks < 1) return Error{"", "the task count must be at least 1"};
-  JobParameters p;
-  p.program = basename_of(command[0]);
-  p.shape.push_back(p.program);
-  p.names.push_back("ntasks");
-  p.values.push_back(ntasks);
-  for (size_t i = 1; i < command.size(); ++i) {
-    const std::string& word = command[i];
-    double value;
-    if (parse_number(word, &value)) {
-      const std::string& before = command[i - 1];
-      const bool after_option = i > 1 && before.size() > 1 && before[0] == '-' &&
-                                !is_number(before) && before.find('=') == std::string::npos;
-      p.shape.push_back(kNumberSlot);
-      p.names.push_back(after_option ? before : "arg" + std::to_string(i));
-      p.values.push_back(value);
-      continue;
-    }
-    const size_t equals = word.find('=');
-    if (word.size() > 1 && word[0] == '-' && equals != std::string::npos &&
-        parse_number(word.substr(equals + 1), &value)) {
-      p.shape.push_back(word.substr(0, equals + 1) + kNumberSlot);
-      p.names.push_back(word.substr(0, equals));
-      p.values.push_back(value);
-      continue;
-    }
-    p.shape.push_back(word);
-  }
-  return p;
-}
 
 Result<Run> read_counter_run(const std::string& dir) {
   std::unique_ptr<DIR, int (*)(DIR*)> listing(::opendir(dir.c_str()), ::closedir);

@@ -9,26 +9,15 @@
 #include <string>
 #include <vector>
 
+#include "export/job_args.h"
 #include "util/result.h"
 
 namespace pskel::model {
 
-// A command line as a shape and numbers: "stencil -n 128 -i 400 --out=x.dat" with 4 tasks is
-// the shape [stencil, -n, {}, -i, {}, --out=x.dat] and the parameters ntasks = 4, -n = 128,
-// -i = 400. A numeric argument is named by the option before it ("-n"), by its own option
-// ("--size" for "--size=64"), or else by its position ("arg3"). Jobs of one shape are the same
-// application with other inputs.
-struct JobParameters {
-  std::string program;               // the basename of the command's first word
-  std::vector<std::string> shape;    // the command with each number as "{}"
-  std::vector<std::string> names;    // "ntasks", then one per number, in order
-  std::vector<double> values;        // as names
-};
-
-inline constexpr const char* kNumberSlot = "{}";
-
-// Fails on an empty command or a task count below 1.
-Result<JobParameters> job_parameters(std::span<const std::string> command, int ntasks);
+// The job's parameters from its command line (export/job_args.h: job_submit computes them too).
+using exportfile::job_parameters;
+using exportfile::JobParameters;
+using exportfile::kNumberSlot;
 
 struct Run {
   std::string source;                       // the directory it was read from

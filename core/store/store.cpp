@@ -103,6 +103,7 @@ CREATE TABLE IF NOT EXISTS models(
   app_id INTEGER PRIMARY KEY REFERENCES applications(id) ON DELETE CASCADE,
   uid INTEGER NOT NULL,
   model TEXT NOT NULL,
+  export_line TEXT NOT NULL,
   runs INTEGER NOT NULL,
   fitted INTEGER NOT NULL);
 )sql";
@@ -163,6 +164,7 @@ CREATE TABLE models(
   app_id INTEGER PRIMARY KEY REFERENCES applications(id) ON DELETE CASCADE,
   uid INTEGER NOT NULL,
   model TEXT NOT NULL,
+  export_line TEXT NOT NULL,
   runs INTEGER NOT NULL,
   fitted INTEGER NOT NULL);
 )sql",
@@ -658,19 +660,22 @@ Result<std::vector<ModelRun>> Store::model_runs(int64_t app_id) const {
 
 Result<bool> Store::put_model(const StoredModel& model) {
   return Stmt(db_,
-              "INSERT OR REPLACE INTO models(app_id, uid, model, runs, fitted) VALUES(?,?,?,?,?)")
-      .bind(model.app_id, int64_t{model.uid}, model.model, int64_t{model.runs}, now())
+              "INSERT OR REPLACE INTO models(app_id, uid, model, export_line, runs, fitted) "
+              "VALUES(?,?,?,?,?,?)")
+      .bind(model.app_id, int64_t{model.uid}, model.model, model.export_line,
+            int64_t{model.runs}, now())
       .run();
 }
 
 Result<std::optional<StoredModel>> Store::model(int64_t app_id) const {
-  Stmt s(db_, "SELECT app_id, uid, model, runs, fitted FROM models WHERE app_id=?");
+  Stmt s(db_,
+         "SELECT app_id, uid, model, export_line, runs, fitted FROM models WHERE app_id=?");
   s.bind(app_id);
   if (!s.next()) {
     if (!s.ok()) return s.error();
     return std::optional<StoredModel>();
   }
-  StoredModel m{s.i64(0), s.u32(1), s.text(2), s.u32(3), s.i64(4)};
+  StoredModel m{s.i64(0), s.u32(1), s.text(2), s.text(3), s.u32(4), s.i64(5)};
   if (!s.ok()) return s.error();
   return std::optional<StoredModel>(std::move(m));
 }
@@ -855,6 +860,32 @@ Result<exportfile::Data> Store::export_data() const {
     if (exportfile::valid_entry(e)) data.entries.push_back(std::move(e));
   }
   if (!s.ok()) return s.error();
+  // Each application's run-time model, under its key and its script's (docs/model.md): the
+  // stored M line with the key put in. A line that does not parse is left out.
+  Stmt models(db_,
+              "WITH keys(app_id, uid, key, alias) AS ("
+              "  SELECT id, uid, key, 0 FROM applications"
+              "  UNION ALL"
+              "  SELECT id, uid, script_key, 1 FROM applications"
+              "  WHERE script_key <> '' AND script_key <> key)"
+              " SELECT m.export_line, k.key, m.uid, m.app_id FROM models m"
+              " JOIN keys k ON k.app_id=m.app_id AND k.uid=m.uid ORDER BY m.app_id, k.alias");
+  while (models.next()) {
+    const std::string line = models.text(0), key = models.text(1);
+    const uint32_t uid = models.u32(2);
+    const int64_t app_id = models.i64(3);
+    if (!models.ok()) {
+      models.skip_bad_row();
+      continue;
+    }
+    auto m = exportfile::parse_model_line(line);
+    if (!m.ok()) continue;
+    m.value().app = key;
+    m.value().uid = uid;
+    m.value().model_id = app_id;
+    if (exportfile::valid_model(m.value())) data.models.push_back(std::move(m.value()));
+  }
+  if (!models.ok()) return models.error();
   return data;
 }
 

@@ -134,11 +134,13 @@ struct ModelRun {
   int64_t recorded = 0;
 };
 
-// The run-time model fitted to an application's runs (core/model/app_model.h, as JSON).
+// The run-time model fitted to an application's runs (core/model/app_model.h, as JSON, and as
+// the export's M line).
 struct StoredModel {
   int64_t app_id = 0;
   uint32_t uid = 0;
   std::string model;
+  std::string export_line;  // the form job_submit evaluates (exportfile::model_line)
   uint32_t runs = 0;
   int64_t fitted = 0;
 };

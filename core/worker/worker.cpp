@@ -252,10 +252,14 @@ void Worker::step_model(const Ticket& t, int64_t app_id, const TraceChoice& trac
   if (!fitted) return log_.line(job + ": model: not fitted: " + fitted.error().line());
   const model::AppModel& m = fitted.value();
   const model::PathCheck& used = m.use_features_path ? *m.features_path : m.time_path;
+  auto exported = model::export_model(m);
+  if (!exported) return log_.line(job + ": model: " + exported.error().line());
   if (auto stored = store_.put_model(store::StoredModel{
-          app_id, t.uid, json_text(model::model_to_json(m)), static_cast<uint32_t>(runs.size()), 0});
+          app_id, t.uid, json_text(model::model_to_json(m)),
+          exportfile::model_line(exported.value()), static_cast<uint32_t>(runs.size()), 0});
       !stored)
     return log_.line(job + ": model: store: " + stored.error().line());
+  refresh_export();
   char error[32];
   std::snprintf(error, sizeof error, "%.1f", 100 * used.loo_mean_error);
   log_.line(job + ": model: fitted to " + std::to_string(runs.size()) + " runs, through " +

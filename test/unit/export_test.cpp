@@ -31,6 +31,18 @@ Data sample() {
   d.entries = {{1000, 4, 1, "batch", "lu", 125.25, 7}, {1000, 4, 1, "debug", "lu", 60, 8},
                {1001, 4, 1, "batch", "lu", 999.5, 9},
                {1000, 16, 2, "batch", "script:00ff00ff00ff00ff", 3600, 10}};
+  // seconds = 0.5 + 2e-6 x max(0, 4 + 0.5 x n^2 x i / ntasks): n, i the script's numbers.
+  exportfile::Model m;
+  m.uid = 1000;
+  m.app = "sweep";
+  m.shape_key = 0x0123456789abcdefULL;
+  m.model_id = 5;
+  m.parameters = 3;
+  m.low_ratio = 0.95;
+  m.high_ratio = 1.1;
+  m.intercept = 0.5;
+  m.groups = {{2e-6, true, 4, {{0.5, {{1, 2, 0}, {2, 1, 0}, {0, -1, 0}}}}}};
+  d.models = {m};
   return d;
 }
 
@@ -58,7 +70,9 @@ void write_text(const std::string& path, const std::string& text) {
 TEST_CASE("ExportRoundTrips") {
   const Data d = sample();
   const std::string text = exportfile::format(d);
-  CHECK(text.starts_with("pskel-export 2\nP batch 1440 default\n"));
+  CHECK(text.starts_with("pskel-export 3\nP batch 1440 default\n"));
+  CHECK(text.find("\nM 1000 sweep 0123456789abcdef 5 3 0.95 1.1 0.5 1 2e-06 1 4 1 0.5 3 1 2 0 2 1 0 0 -1 0\n") !=
+        std::string::npos);
   CHECK(text.find("\nE 1000 4 1 batch 125.25 7 lu\n") != std::string::npos);
   CHECK(text.find("\nE 1000 16 2 batch 3600 10 script:00ff00ff00ff00ff\n") != std::string::npos);
   auto back = exportfile::parse(text, "x");
@@ -70,6 +84,10 @@ TEST_CASE("ExportRoundTrips") {
   CHECK(back.value().entries[0].nodes == 1);
   CHECK(back.value().partitions[2].max_minutes == exportfile::kUnlimited);
   CHECK(back.value().partitions[0].is_default);
+  REQUIRE(back.value().models.size() == 1);
+  const std::vector<double> job = {2, 1000, 100};  // 2 tasks, n = 1000, i = 100
+  CHECK(exportfile::model_seconds(back.value().models[0], job) ==
+        doctest::Approx(0.5 + 2e-6 * (4 + 0.5 * 1000 * 1000 * 100 / 2)));
   CHECK(exportfile::format(back.value()) == text);
 }
 
@@ -104,7 +122,7 @@ TEST_CASE("ExportErrorsNameTheLine") {
   CHECK(r.error().line() == "/var/lib/pskel/predictions.export: line 2: unknown record");
   CHECK(exportfile::parse("garbage\n", "f").error().what.find("not a pskel export") != std::string::npos);
   CHECK(exportfile::parse("pskel-export 2\n", "f").error().what.find("truncated") != std::string::npos);
-  CHECK(exportfile::parse("pskel-export 3\nend 0 0 00000000\n", "f").error().what.find("not a pskel export") !=
+  CHECK(exportfile::parse("pskel-export 4\nend 0 0 00000000\n", "f").error().what.find("not a pskel export") !=
         std::string::npos);
 }
 
@@ -485,4 +503,38 @@ TEST_CASE("JobArgsRefuseWhatEncodingCannotWrite") {
   const std::string long_arg(pskel::exportfile::kMaxJobArgsBytes + 1, 'x');
   const char* one[] = {long_arg.c_str()};
   CHECK(pskel::exportfile::encode_job_args(one).empty());
+}
+
+TEST_CASE("ModelsAreEvaluatedOnlyForTheirParametersAndRefusedOutOfRange") {
+  exportfile::Model m = sample().models[0];
+  const std::vector<double> two = {2, 1000};
+  CHECK(std::isnan(exportfile::model_seconds(m, two)));  // another count of parameters
+  const std::vector<double> zero = {2, 0, 100};
+  CHECK(std::isnan(exportfile::model_seconds(m, zero)));  // not above zero
+  // A count below zero is taken as 0: the group adds nothing.
+  m.groups[0].constant = -1e12;
+  const std::vector<double> job = {2, 10, 10};
+  CHECK(exportfile::model_seconds(m, job) == doctest::Approx(0.5));
+  for (auto spoil : std::vector<void (*)(exportfile::Model&)>{
+           [](exportfile::Model& x) { x.low_ratio = 0; },
+           [](exportfile::Model& x) { x.high_ratio = 0.5; },
+           [](exportfile::Model& x) { x.groups[0].terms[0].factors[0].parameter = 3; },
+           [](exportfile::Model& x) { x.groups[0].terms[0].factors[0].exponent = 9; },
+           [](exportfile::Model& x) { x.groups[0].terms[0].factors[0].log_exponent = 3; },
+           [](exportfile::Model& x) { x.app = "a b"; },
+           [](exportfile::Model& x) { x.intercept = NAN; }}) {
+    exportfile::Model bad = sample().models[0];
+    spoil(bad);
+    CHECK_FALSE(exportfile::valid_model(bad));
+    Data d;
+    d.models = {bad};
+    CHECK(exportfile::parse(exportfile::format(d), "x").value().models.empty());  // left out
+  }
+}
+
+TEST_CASE("AVersion2ExportWithoutModelsIsStillRead") {
+  auto r = exportfile::parse(export_with({"E 1000 4 1 batch 125.25 7 lu"}, 2), "x");
+  REQUIRE_MESSAGE(r.ok(), r.error().line());
+  CHECK(r.value().entries.size() == 1);
+  CHECK(r.value().models.empty());
 }

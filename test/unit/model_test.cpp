@@ -273,6 +273,15 @@ TEST_CASE("AppModelRoundTripsThroughJsonAndRefusesAMismatchedShape") {
   CHECK(p.value().low_seconds <= p.value().seconds);
   CHECK(p.value().high_seconds >= p.value().seconds);
 
+  // The form job_submit evaluates gives the same time, for the same command shape.
+  auto exported = pskel::model::export_model(back.value());
+  REQUIRE_MESSAGE(exported.ok(), exported.error().line());
+  CHECK(exported.value().shape_key ==
+        pskel::exportfile::shape_key(pskel::exportfile::job_parameters(command, 2).value().shape));
+  const std::vector<double> parameters = {2, 2000};
+  CHECK(pskel::exportfile::model_seconds(exported.value(), parameters) ==
+        doctest::Approx(p.value().seconds));
+
   nlohmann::json broken = j;
   broken["parameters"] = {"ntasks"};  // the shape has a number: two parameters
   auto refused = pskel::model::model_from_json(broken);

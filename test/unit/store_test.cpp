@@ -860,7 +860,16 @@ TEST_CASE("ModelRunsAndModelsAreKeptPerApplicationAndGoWithIt") {
   CHECK(runs[2].seconds == 4.5);
   CHECK(runs[0].features == "{\"MPI_Allreduce\":10}");
   CHECK_FALSE(s.value().model(app).value().has_value());
-  REQUIRE(s.value().put_model(store::StoredModel{app, 1000, "{}", 3, 0}).ok());
+  REQUIRE(s.value().put_model(store::StoredModel{
+      app, 1000, "{}", "M 0 x 0123456789abcdef 0 2 0.9 1.1 0.5 1 1 0 0 1 0.25 1 1 1 0", 3, 0})
+              .ok());
+  const auto exported = s.value().export_data().value().models;
+  REQUIRE(exported.size() == 1);
+  CHECK(exported[0].app == "sweep");
+  CHECK(exported[0].uid == 1000);
+  CHECK(exported[0].model_id == app);
+  const std::vector<double> job = {2, 100};
+  CHECK(pskel::exportfile::model_seconds(exported[0], job) == doctest::Approx(0.5 + 0.25 * 100));
   const auto model = s.value().model(app).value();
   REQUIRE(model.has_value());
   CHECK(model->runs == 3);

@@ -21,6 +21,16 @@ void append_u32(std::string& out, uint32_t v) {
 
 }  // namespace
 
+// The lookup key of a model: (uid, app, shape key).
+void make_model_key(std::string& out, uint32_t uid, std::string_view app, uint64_t shape_key) {
+  out.clear();
+  out += std::to_string(uid);
+  out += '\0';
+  out += app;
+  out += '\0';
+  out += std::to_string(shape_key);
+}
+
 void make_key(std::string& out, uint32_t uid, std::string_view app, uint32_t ntasks,
               uint32_t nodes, std::string_view partition) {
   out.clear();
@@ -63,6 +73,18 @@ Snapshot::Snapshot(const exportfile::Data& data) {
     partitions_[p.name] = p.max_minutes;
     if (p.is_default) default_partition_ = p.name;
   }
+  for (const exportfile::Model& m : data.models) {
+    make_model_key(key, m.uid, m.app, m.shape_key);
+    models_[key] = m;
+  }
+}
+
+const exportfile::Model* Snapshot::find_model(uint32_t uid, std::string_view app,
+                                              uint64_t shape_key) const {
+  std::string key;  // as find(): no thread_local in a plugin that may be unloaded
+  make_model_key(key, uid, app, shape_key);
+  const auto it = models_.find(std::string_view(key));
+  return it == models_.end() ? nullptr : &it->second;
 }
 
 const Prediction* Snapshot::find(uint32_t uid, std::string_view app, uint32_t ntasks,

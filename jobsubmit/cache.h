@@ -43,6 +43,10 @@ class Snapshot {
   // limit from a shorter one could end the job early. One hash lookup either way.
   const Prediction* find(uint32_t uid, std::string_view app, uint32_t ntasks, uint32_t nodes,
                          std::string_view partition) const;
+  // The run-time model of (uid, app) for jobs of this command shape (exportfile::shape_key),
+  // or nullptr. One hash lookup.
+  const exportfile::Model* find_model(uint32_t uid, std::string_view app,
+                                      uint64_t shape_key) const;
   // kUnlimited when the partition is unknown.
   uint32_t partition_max(std::string_view partition) const;
   const std::string& default_partition() const { return default_partition_; }
@@ -56,6 +60,7 @@ class Snapshot {
   };
   std::unordered_map<std::string, Prediction, Hash, std::equal_to<>> entries_;
   std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> partitions_;
+  std::unordered_map<std::string, exportfile::Model, Hash, std::equal_to<>> models_;
   std::string default_partition_;
   size_t predictions_ = 0;
 };

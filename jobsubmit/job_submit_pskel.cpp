@@ -1,5 +1,7 @@
 // job_submit_pskel.so: inside slurmctld, gives submissions a time limit from pskel's
-// predictions (policy in policy.h, predictions from the in-memory cache in cache.h).
+// predictions (policy in policy.h, predictions from the in-memory cache in cache.h): a
+// skeleton's for the traced layout, else the application's run-time model evaluated for the
+// job's task count and script arguments.
 // job_submit runs under slurmctld's locks and serialises every submission: it only stat()s the
 // export file and looks up a hash map. Jobs pskel knows nothing about are left alone; nothing
 // here ever rejects a job.
@@ -27,6 +29,7 @@ extern "C" {
 #include <string>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "cache.h"
 #include "config/config.h"
@@ -174,34 +177,58 @@ int submit(job_desc_msg_t* job, char** err_msg) {
   if (partition.empty()) return SLURM_SUCCESS;
   const uint32_t ntasks = job->num_tasks == NO_VAL || job->num_tasks == 0 ? 1 : job->num_tasks;
   const uint32_t nodes = requested_nodes(job->min_nodes, job->max_nodes);
-  const Prediction* pred = snap->find(job->user_id, app, ntasks, nodes, partition);
-  if (!pred) return SLURM_SUCCESS;
+  // The skeleton's prediction for this layout; else the application's run-time model for this
+  // job's task count and script arguments (docs/model.md), from the high end of its interval:
+  // a model of inputs nobody traced is less sure than a skeleton of the job itself.
+  double predicted_seconds = 0;
+  int64_t prediction_id = 0;
+  std::string source;
+  std::string layout;
+  if (const Prediction* pred = snap->find(job->user_id, app, ntasks, nodes, partition)) {
+    predicted_seconds = pred->predicted_seconds;
+    prediction_id = pred->prediction_id;
+    source = "skeleton";
+    // The layout of the prediction used; for a job without one node count, the longest.
+    layout = exportfile::layout_text(ntasks, pred->nodes);
+    if (nodes == kAnyNodes) layout += " (no single node count requested: the longest)";
+  } else {
+    if (!job->script || !job->argv || job->argc < 1) return SLURM_SUCCESS;
+    std::vector<std::string> command = {"job"};
+    for (uint32_t i = 1; i < job->argc; ++i) command.push_back(job->argv[i] ? job->argv[i] : "");
+    const auto parameters = exportfile::job_parameters(command, static_cast<int>(ntasks));
+    if (!parameters.ok()) return SLURM_SUCCESS;
+    const exportfile::Model* model = snap->find_model(
+        job->user_id, app, exportfile::shape_key(parameters.value().shape));
+    if (!model) return SLURM_SUCCESS;
+    predicted_seconds = exportfile::model_seconds(*model, parameters.value().values) *
+                        model->high_ratio;
+    prediction_id = -model->model_id;
+    source = "model";
+    layout = std::to_string(ntasks) + " tasks, this job's arguments";
+  }
 
-  const Decision d = decide(st.conf.policy, pred->predicted_seconds, st.limits, job->time_limit,
+  const Decision d = decide(st.conf.policy, predicted_seconds, st.limits, job->time_limit,
                             snap->partition_max(partition));
   if (!d.change) {
     slurm_debug("pskel: uid %u app %s: %s", job->user_id, app.c_str(), d.why.c_str());
     return SLURM_SUCCESS;
   }
-  const std::string predicted = seconds_text(pred->predicted_seconds);
+  const std::string predicted = seconds_text(predicted_seconds);
   if (predicted.empty()) return SLURM_SUCCESS;
   const uint32_t asked = job->time_limit;
   job->time_limit = d.limit;
   set_job_env(job, kLimitedName,
-              std::to_string(pred->prediction_id) + ":" + predicted + ":" + std::to_string(d.limit));
-  // The layout of the prediction used; for a job without one node count, the longest of them.
-  std::string layout = exportfile::layout_text(ntasks, pred->nodes);
-  if (nodes == kAnyNodes) layout += " (no single node count requested: the longest)";
+              std::to_string(prediction_id) + ":" + predicted + ":" + std::to_string(d.limit));
   // The guard reads the first part back: the limit, and the one the job had without pskel.
   const std::string comment =
-      guard::limit_comment(d.limit, pred->prediction_id,
+      guard::limit_comment(d.limit, prediction_id,
                            asked == NO_VAL ? std::nullopt : std::optional<uint32_t>(asked)) +
-      " (" + predicted + "s for " + app + ", " + layout + ", partition " + partition + "; policy " +
-      config::policy_name(st.conf.policy) + ": " + d.why + ")";
+      " (" + source + ": " + predicted + "s for " + app + ", " + layout + ", partition " +
+      partition + "; policy " + config::policy_name(st.conf.policy) + ": " + d.why + ")";
   append_text(&job->admin_comment, comment, "; ");
   append_text(err_msg,
-              "pskel: time limit set to " + std::to_string(d.limit) +
-                  " min from the prediction for " + app + " (" + predicted + " s)",
+              "pskel: time limit set to " + std::to_string(d.limit) + " min from the " + source +
+                  " prediction for " + app + " (" + predicted + " s)",
               "\n");
   slurm_info("%s, uid %u", comment.c_str(), job->user_id);
   return SLURM_SUCCESS;

@@ -619,8 +619,10 @@ Result<bool> Store::record_outcome(const Outcome& o) {
   return Stmt(db_,
               "INSERT OR REPLACE INTO outcomes(job_id, uid, prediction_id, app_id, "
               "predicted_seconds, limit_minutes, actual_seconds, state, recorded) "
-              "VALUES(?1, ?2, ?3, (SELECT app_id FROM predictions WHERE id=?3 AND uid=?2), ?4, ?5, "
-              "?6, ?7, ?8)")
+              // A limit from a run-time model has minus its application's id (export M lines).
+              "VALUES(?1, ?2, ?3, CASE WHEN ?3 < 0 THEN (SELECT app_id FROM models "
+              "WHERE app_id=-?3 AND uid=?2) ELSE (SELECT app_id FROM predictions WHERE id=?3 "
+              "AND uid=?2) END, ?4, ?5, ?6, ?7, ?8)")
       .bind(o.job_id, o.uid, o.prediction_id, o.predicted_seconds, o.limit_minutes,
             o.actual_seconds, o.state, now())
       .run();
@@ -630,7 +632,8 @@ Result<bool> Store::record_extension(const Extension& e) {
   return Stmt(db_,
               "INSERT INTO extensions(job_id, prediction_id, app_id, from_minutes, to_minutes, "
               "ceiling_minutes, elapsed_seconds, at) "
-              "VALUES(?1, ?2, (SELECT app_id FROM predictions WHERE id=?2), ?3, ?4, ?5, ?6, ?7)")
+              "VALUES(?1, ?2, CASE WHEN ?2 < 0 THEN (SELECT app_id FROM models WHERE app_id=-?2) "
+              "ELSE (SELECT app_id FROM predictions WHERE id=?2) END, ?3, ?4, ?5, ?6, ?7)")
       .bind(e.job_id, e.prediction_id, int64_t{e.from_minutes}, int64_t{e.to_minutes},
             int64_t{e.ceiling_minutes}, e.elapsed_seconds, now())
       .run();

@@ -81,7 +81,7 @@ struct Prediction {
 struct Outcome {
   int64_t job_id = 0;
   uint32_t uid = 0;
-  int64_t prediction_id = 0;
+  int64_t prediction_id = 0;    // below 0: a run-time model's limit, minus its application's id
   int64_t app_id = 0;           // filled from the prediction when it still exists
   double predicted_seconds = 0;
   uint32_t limit_minutes = 0;

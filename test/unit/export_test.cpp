@@ -538,3 +538,13 @@ TEST_CASE("AVersion2ExportWithoutModelsIsStillRead") {
   CHECK(r.value().entries.size() == 1);
   CHECK(r.value().models.empty());
 }
+
+TEST_CASE("SnapshotFindsAModelByUserApplicationAndCommandShape") {
+  const jobsubmit::Snapshot s(sample());
+  const exportfile::Model* m = s.find_model(1000, "sweep", 0x0123456789abcdefULL);
+  REQUIRE(m != nullptr);
+  CHECK(m->model_id == 5);
+  CHECK(s.find_model(1001, "sweep", 0x0123456789abcdefULL) == nullptr);  // another user
+  CHECK(s.find_model(1000, "lu", 0x0123456789abcdefULL) == nullptr);
+  CHECK(s.find_model(1000, "sweep", 1) == nullptr);  // arguments of another shape
+}

@@ -874,6 +874,19 @@ TEST_CASE("ModelRunsAndModelsAreKeptPerApplicationAndGoWithIt") {
   REQUIRE(model.has_value());
   CHECK(model->runs == 3);
   CHECK(model->fitted > 0);
+  // A limit from the model: minus the application's id, and the outcome is the application's.
+  store::Outcome o;
+  o.job_id = 77;
+  o.uid = 1000;
+  o.prediction_id = -app;
+  o.predicted_seconds = 30;
+  o.limit_minutes = 2;
+  o.actual_seconds = 28;
+  o.state = "COMPLETED";
+  REQUIRE(s.value().record_outcome(o).ok());
+  const auto outcomes = s.value().outcomes(app).value();
+  REQUIRE(outcomes.size() == 1);
+  CHECK(outcomes[0].prediction_id == -app);
   REQUIRE(s.value().forget(app).value() == 1);
   CHECK(s.value().model_runs(app).value().empty());
   CHECK_FALSE(s.value().model(app).value().has_value());

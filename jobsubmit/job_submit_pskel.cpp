@@ -223,7 +223,7 @@ int submit(job_desc_msg_t* job, char** err_msg) {
   const std::string comment =
       guard::limit_comment(d.limit, prediction_id,
                            asked == NO_VAL ? std::nullopt : std::optional<uint32_t>(asked)) +
-      " (" + source + ": " + predicted + "s for " + app + ", " + layout + ", partition " +
+      " (" + predicted + "s for " + app + " by its " + source + ", " + layout + ", partition " +
       partition + "; policy " + config::policy_name(st.conf.policy) + ": " + d.why + ")";
   append_text(&job->admin_comment, comment, "; ");
   append_text(err_msg,

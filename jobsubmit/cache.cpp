@@ -51,7 +51,7 @@ Snapshot::Snapshot(const exportfile::Data& data) {
   for (const exportfile::Entry& e : data.entries) {
     if (e.nodes == kAnyNodes) continue;  // not a valid entry, and the key of jobs without a count
     make_key(key, e.uid, e.app, e.ntasks, e.nodes, e.partition);
-    entries_[key] = Prediction{e.predicted_seconds, e.prediction_id, e.nodes};
+    entries_[key] = Prediction{e.predicted_seconds, e.prediction_id, e.nodes, e.input};
   }
   predictions_ = entries_.size();
   // For jobs that ask for no node count: the longest prediction over every node count (of

@@ -27,7 +27,8 @@ namespace pskel::jobsubmit {
 struct Prediction {
   double predicted_seconds = 0;
   int64_t prediction_id = 0;
-  uint32_t nodes = 1;  // the node count it was made for
+  uint32_t nodes = 1;       // the node count it was made for
+  std::string input = "-";  // the inputs it was made for (exportfile::input_key), "-": any
 };
 
 // find()'s node count for a job that asked for none.

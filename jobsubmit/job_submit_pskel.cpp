@@ -153,17 +153,18 @@ int submit(job_desc_msg_t* job, char** err_msg) {
   const Tag tag = read_tag(job);
   const std::string app = exportfile::app_key(tag.name, job->script, job->name);
   if (app.empty()) return SLURM_SUCCESS;
+  // A batch job's inputs: its script's arguments (argv[0] is the script's name).
+  const bool batch = job->script && job->argv && job->argc >= 1;
+  const std::string job_args =
+      batch ? exportfile::encode_job_args(
+                  std::span<const char* const>(job->argv + 1, job->argc - 1))
+            : std::string();
   if (tag.tagged) {
     set_job_env(job, kAppKeyName, app);
     const std::string script_key = exportfile::app_key("", job->script, nullptr);
     if (script_key.starts_with("script:") && script_key != app)
       set_job_env(job, kScriptKeyName, script_key);
-    // argv[0] is the script's name: the arguments follow.
-    if (job->script && job->argv && job->argc > 1) {
-      const std::string args = exportfile::encode_job_args(
-          std::span<const char* const>(job->argv + 1, job->argc - 1));
-      if (!args.empty()) set_job_env(job, kJobArgsName, args);
-    }
+    if (!job_args.empty()) set_job_env(job, kJobArgsName, job_args);
   }
   if (st.conf.policy == config::Policy::Off) return SLURM_SUCCESS;
   // A limit nobody will extend could cost the job: none while the guard is down (the loader
@@ -184,7 +185,11 @@ int submit(job_desc_msg_t* job, char** err_msg) {
   int64_t prediction_id = 0;
   std::string source;
   std::string layout;
-  if (const Prediction* pred = snap->find(job->user_id, app, ntasks, nodes, partition)) {
+  // Other inputs than the skeleton's traced job: the model.
+  const std::string input = job_args.empty() ? "-" : exportfile::input_key(job_args);
+  const Prediction* pred = snap->find(job->user_id, app, ntasks, nodes, partition);
+  if (pred && pred->input != "-" && input != "-" && pred->input != input) pred = nullptr;
+  if (pred) {
     predicted_seconds = pred->predicted_seconds;
     prediction_id = pred->prediction_id;
     source = "skeleton";
@@ -192,7 +197,7 @@ int submit(job_desc_msg_t* job, char** err_msg) {
     layout = exportfile::layout_text(ntasks, pred->nodes);
     if (nodes == kAnyNodes) layout += " (no single node count requested: the longest)";
   } else {
-    if (!job->script || !job->argv || job->argc < 1) return SLURM_SUCCESS;
+    if (!batch) return SLURM_SUCCESS;
     std::vector<std::string> command = {"job"};
     for (uint32_t i = 1; i < job->argc; ++i) command.push_back(job->argv[i] ? job->argv[i] : "");
     const auto parameters = exportfile::job_parameters(command, static_cast<int>(ntasks));

@@ -246,9 +246,17 @@ std::string layout_text(uint32_t ntasks, uint32_t nodes) {
   return std::to_string(ntasks) + " tasks on " + std::to_string(nodes) + (nodes == 1 ? " node" : " nodes");
 }
 
+bool valid_input(std::string_view input) {
+  if (input == "-") return true;
+  if (input.size() != 16) return false;
+  for (const char c : input)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  return true;
+}
+
 bool valid_entry(const Entry& e) {
   return valid_word(e.partition) && valid_word(e.app) && e.ntasks > 0 && e.nodes > 0 &&
-         valid_predicted_seconds(e.predicted_seconds);
+         valid_predicted_seconds(e.predicted_seconds) && valid_input(e.input);
 }
 
 std::string model_line(const Model& m) {
@@ -322,7 +330,7 @@ std::string format(const Data& data) {
     if (!valid_entry(e)) continue;
     entries += append_line(out, std::string_view("E"), e.uid, e.ntasks, e.nodes,
                            std::string_view(e.partition), e.predicted_seconds, e.prediction_id,
-                           std::string_view(e.app));
+                           std::string_view(e.app), std::string_view(e.input));
   }
   size_t models = 0;
   for (const Model& m : data.models)
@@ -368,15 +376,20 @@ Result<Data> parse(std::string_view text, const std::string& origin) {
       p.is_default = w[3] == "default";
       data.partitions.push_back(std::move(p));
     } else if (line.starts_with("E ")) {
-      // Version 1 has no <nodes>: its fields are read as version 2's with nodes = 1.
-      std::string_view w[8];
+      // Version 1 has no <nodes>: its fields are read as version 2's with nodes = 1. Versions
+      // 1 and 2 have no <input>: any.
+      std::string_view w[9];
+      w[8] = "-";
       if (v1) {
         if (!split_words(line, w, 7)) return bad("prediction line needs 6 fields");
         std::move_backward(w + 3, w + 7, w + 8);
         w[3] = "1";
-      } else if (!split_words(line, w, 8)) {
-        return bad("prediction line needs 7 fields");
+      } else if (v2) {
+        if (!split_words(line, w, 8)) return bad("prediction line needs 7 fields");
+      } else if (!split_words(line, w, 9)) {
+        return bad("prediction line needs 8 fields");
       }
+      if (!valid_input(w[8])) return bad("bad input key");
       Entry e;
       if (!to_int(w[1], &e.uid) || !to_int(w[2], &e.ntasks) || e.ntasks == 0 ||
           !to_int(w[3], &e.nodes) || e.nodes == 0)
@@ -389,6 +402,7 @@ Result<Data> parse(std::string_view text, const std::string& origin) {
       if (!to_int(w[6], &e.prediction_id)) return bad("bad prediction id");
       e.partition = w[4];
       e.app = w[7];
+      e.input = w[8];
       data.entries.push_back(std::move(e));
     } else if (line.starts_with("M ") && !v1 && !v2) {
       auto model = parse_model(line);

@@ -6,6 +6,7 @@
 //   pskel-export 3
 //   P <partition> <max minutes|unlimited> <default|->
 //   E <uid> <ntasks> <nodes> <partition> <predicted seconds> <prediction id> <application key>
+//     <input key>
 //   M <uid> <application key> <shape key> <model id> <run-time model ...>
 //   end <E lines> <P lines> <M lines> <crc32c of every byte before this line, 8 hex digits>
 //
@@ -53,6 +54,10 @@ struct Entry {
   std::string app;  // application key (app_key.h)
   double predicted_seconds = 0;
   int64_t prediction_id = 0;
+  // The traced job's inputs (input_key of its script arguments, 16 hex digits), or "-": any
+  // (unknown, or an export before version 3). A job with other inputs gets the application's
+  // run-time model instead, if it has one.
+  std::string input = "-";
 };
 
 // A run-time model of an application over its jobs' inputs (docs/model.md), in the form
@@ -115,7 +120,10 @@ bool valid_word(std::string_view word);
 // `pskel db show` say it.
 std::string layout_text(uint32_t ntasks, uint32_t nodes);
 
-// An entry parse() would accept: valid words, ntasks >= 1, nodes >= 1, valid_predicted_seconds.
+// An input key an entry may have: "-" or 16 lower-case hex digits.
+bool valid_input(std::string_view input);
+// An entry parse() would accept: valid words, ntasks >= 1, nodes >= 1, valid_predicted_seconds,
+// valid_input.
 bool valid_entry(const Entry& entry);
 
 // The file's text. Entries that are not valid_entry and partitions whose name is not a

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 #include "export/app_key.h"
@@ -126,6 +127,12 @@ Result<JobParameters> job_parameters(std::span<const std::string> command, int n
     p.shape.push_back(word);
   }
   return p;
+}
+
+std::string input_key(std::string_view encoded_args) {
+  char key[24];
+  snprintf(key, sizeof key, "%016llx", static_cast<unsigned long long>(fnv1a64(encoded_args)));
+  return key;
 }
 
 uint64_t shape_key(std::span<const std::string> shape) {

@@ -45,4 +45,8 @@ Result<JobParameters> job_parameters(std::span<const std::string> command, int n
 // A key of a command shape (JobParameters::shape): FNV-1a 64 of its words, each with its length.
 uint64_t shape_key(std::span<const std::string> shape);
 
+// The key of a job's inputs: 16 hex digits of FNV-1a 64 of its encoded arguments
+// (encode_job_args), "-" for none known. A skeleton prediction holds for its traced inputs only.
+std::string input_key(std::string_view encoded_args);
+
 }  // namespace pskel::exportfile

@@ -65,6 +65,7 @@ CREATE TABLE IF NOT EXISTS predictions(
   scale REAL NOT NULL,
   predicted_seconds REAL NOT NULL,
   created INTEGER NOT NULL,
+  input_key TEXT NOT NULL DEFAULT '-',
   UNIQUE(app_id, ntasks, nodes, partition));
 CREATE TABLE IF NOT EXISTS outcomes(
   job_id INTEGER PRIMARY KEY,
@@ -149,8 +150,10 @@ CREATE TABLE extensions(
   at INTEGER NOT NULL);
 )sql",
     // 2 -> 3: the runs of each traced application (job arguments, trace features, run time)
-    // and the run-time model fitted to them (docs/model.md).
+    // and the run-time model fitted to them (docs/model.md); a prediction holds for its traced
+    // job's inputs (every older one: any).
     R"sql(
+ALTER TABLE predictions ADD COLUMN input_key TEXT NOT NULL DEFAULT '-';
 CREATE TABLE model_runs(
   job_id INTEGER PRIMARY KEY,
   app_id INTEGER NOT NULL REFERENCES applications(id) ON DELETE CASCADE,
@@ -596,10 +599,10 @@ Result<std::vector<int64_t>> Store::add_predictions(int64_t job_id, const Skelet
                   .run());
     PSKEL_TRY(Stmt(db_,
                    "INSERT INTO predictions(app_id, uid, ntasks, nodes, partition, skeleton_id, "
-                   "skeleton_seconds, scale, predicted_seconds, created) "
-                   "VALUES(?,?,?,?,?,?,?,?,?,?)")
+                   "skeleton_seconds, scale, predicted_seconds, created, input_key) "
+                   "VALUES(?,?,?,?,?,?,?,?,?,?,?)")
                   .bind(p.app_id, p.uid, p.ntasks, p.nodes, p.partition, skeleton_id,
-                        p.skeleton_seconds, p.scale, p.predicted_seconds, now())
+                        p.skeleton_seconds, p.scale, p.predicted_seconds, now(), p.input)
                   .run());
     ids.push_back(sqlite3_last_insert_rowid(db_));
   }
@@ -753,12 +756,12 @@ Result<std::optional<Trace>> Store::trace(int64_t job_id) const {
 Result<std::vector<Prediction>> Store::predictions(int64_t app_id) const {
   Stmt s(db_,
          "SELECT id, app_id, uid, ntasks, nodes, partition, IFNULL(skeleton_id, 0), "
-         "skeleton_seconds, scale, predicted_seconds, created FROM predictions WHERE app_id=? "
-         "ORDER BY ntasks, nodes, partition");
+         "skeleton_seconds, scale, predicted_seconds, created, input_key FROM predictions "
+         "WHERE app_id=? ORDER BY ntasks, nodes, partition");
   s.bind(app_id);
   return collect(s, [](const Stmt& r) {
     return Prediction{r.i64(0), r.i64(1), r.u32(2), r.u32(3), r.u32(4), r.text(5),
-                      r.i64(6), r.f64(7), r.f64(8), r.f64(9), r.i64(10)};
+                      r.i64(6), r.f64(7), r.f64(8), r.f64(9), r.i64(10), r.text(11)};
   });
 }
 
@@ -848,13 +851,14 @@ Result<exportfile::Data> Store::export_data() const {
          "  UNION ALL"
          "  SELECT id, uid, script_key, 1 FROM applications WHERE script_key <> '' AND script_key <> key)"
          " SELECT p.uid, p.ntasks, p.nodes, p.partition, p.predicted_seconds, p.id, k.key,"
-         "   MAX(1.0, IFNULL(w.factor, 1.0))"
+         "   MAX(1.0, IFNULL(w.factor, 1.0)), p.input_key"
          " FROM predictions p JOIN keys k ON k.app_id=p.app_id AND k.uid=p.uid"
          " LEFT JOIN worst w ON w.app_id=p.app_id ORDER BY p.id, k.alias");
   while (s.next()) {
     // The factor is read apart, after the prediction's own type check: SQLite would turn a
     // damaged (text) prediction times a number into a number.
-    exportfile::Entry e{s.u32(0), s.u32(1), s.u32(2), s.text(3), s.text(6), s.f64(4), s.i64(5)};
+    exportfile::Entry e{s.u32(0), s.u32(1), s.u32(2), s.text(3), s.text(6), s.f64(4), s.i64(5),
+                        s.text(8)};
     e.predicted_seconds *= s.f64(7);
     if (!s.ok()) {
       s.skip_bad_row();

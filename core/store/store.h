@@ -76,6 +76,7 @@ struct Prediction {
   double scale = 0;
   double predicted_seconds = 0;
   int64_t created = 0;
+  std::string input = "-";  // the traced job's inputs (exportfile::input_key), "-": any
 };
 
 struct Outcome {

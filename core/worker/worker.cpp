@@ -101,8 +101,7 @@ class Worker {
     double skeleton_seconds = 0, scale = 0, predicted_seconds = 0;
   };
   Result<bool> step_compress(const Ticket& t, const TraceChoice& trace);
-  void step_model(const Ticket& t, int64_t app_id, const TraceChoice& trace,
-                  double runtime_seconds);
+  void step_model(const Ticket& t, int64_t app_id, const TraceChoice& trace);
   Result<SkeletonOut> step_skeleton(const Ticket& t, const TraceChoice& trace, double scale);
   Result<Calibration> step_calibrate(const Ticket& t, const TraceChoice& trace,
                                      const SkeletonOut& skeleton, const std::string& partition);
@@ -187,13 +186,12 @@ Result<bool> Worker::step_compress(const Ticket& t, const TraceChoice& trace) {
 }
 
 // The application's run-time model (docs/model.md): this run's inputs (task count, script
-// arguments), its trace's features (read by `pskel model features` as the user) and its run
-// time are stored, and the model is fitted again to the runs of the same command shape as
+// arguments), its trace's features and wall time (read by `pskel model features` as the user)
+// are stored, and the model is fitted again to the runs of the same command shape as
 // this one once there are enough. A model is extra: nothing here fails the pipeline.
-void Worker::step_model(const Ticket& t, int64_t app_id, const TraceChoice& trace,
-                        double runtime_seconds) {
+void Worker::step_model(const Ticket& t, int64_t app_id, const TraceChoice& trace) {
   const std::string job = "job " + std::to_string(t.job_id);
-  if (!(runtime_seconds > 0) || !available(t, "model")) return;
+  if (!available(t, "model")) return;
   const child::Result r = run_as_user(t, {conf_.pskel, "model", "features", trace.dir},
                                       static_cast<int>(conf_.step_timeout));
   if (!r.started || r.timed_out || r.exit_code != 0) {
@@ -211,7 +209,14 @@ void Worker::step_model(const Ticket& t, int64_t app_id, const TraceChoice& trac
       log_.line(job + ": model: feature " + one_line(name, 80) + " is not a count");
       return;
     }
-  store::ModelRun run{t.job_id, app_id, t.uid, t.ntasks, t.job_args, runtime_seconds,
+  // The trace's own wall time (MPI_Init to MPI_Finalize, in ns), not the job's run time
+  // (whole seconds from scontrol): short runs need the precision.
+  auto seconds = number(j.value(), "seconds", "model features");
+  if (!seconds || !(seconds.value() > 0)) {
+    log_.line(job + ": model: the trace has no wall time");
+    return;
+  }
+  store::ModelRun run{t.job_id, app_id, t.uid, t.ntasks, t.job_args, seconds.value(),
                       json_text(j.value()["features"]), 0};
   if (auto stored = store_.put_model_run(run); !stored) {
     log_.line(job + ": model: store: " + stored.error().line());
@@ -380,7 +385,7 @@ void Worker::run_pipeline(const Ticket& t, int64_t app_id, const std::optional<J
             " ranks on " + std::to_string(trace.value().hosts) + " host(s), " + trace.value().mpi +
             ", " + std::to_string(trace.value().bytes) + " bytes)");
 
-  step_model(t, app_id, trace.value(), row.runtime_seconds);
+  step_model(t, app_id, trace.value());
 
   (void)store_.set_trace_state(t.job_id, "running", "compress", "");
   if (auto c = step_compress(t, trace.value()); !c) return fail(t, "compress", c.error().what);
@@ -413,6 +418,7 @@ void Worker::run_pipeline(const Ticket& t, int64_t app_id, const std::optional<J
     p.skeleton_seconds = c.value().skeleton_seconds;
     p.scale = c.value().scale;
     p.predicted_seconds = c.value().predicted_seconds;
+    p.input = t.job_args.empty() ? "-" : exportfile::input_key(t.job_args);
     predictions.push_back(p);
   }
   store::Skeleton sk;

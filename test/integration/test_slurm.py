@@ -56,13 +56,14 @@ def crc32c(data: bytes) -> int:
 def export_is_valid(text: str) -> bool:
     """The export's own check (docs/export-format.md): header, end line, counts, checksum."""
     lines = text.split("\n")
-    if not text.endswith("\n") or not lines or lines[0] != "pskel-export 2":
+    if not text.endswith("\n") or not lines or lines[0] != "pskel-export 3":
         return False
     end = lines[-2].split(" ")
     body = text[: len(text) - len(lines[-2]) - 1]
-    return (len(end) == 4 and end[0] == "end" and
+    return (len(end) == 5 and end[0] == "end" and
             int(end[1]) == sum(1 for l in lines if l.startswith("E ")) and
-            int(end[3], 16) == crc32c(body.encode()))
+            int(end[3]) == sum(1 for l in lines if l.startswith("M ")) and
+            int(end[4], 16) == crc32c(body.encode()))
 
 
 def fnv1a64(data: bytes) -> str:
@@ -154,10 +155,10 @@ def job_script(name, body, env=""):
     return path
 
 
-def submit(script, *args, user=None, check=True):
+def submit(script, *args, user=None, check=True, script_args=()):
     out = TMP / "jobs" / f"{script.name}.%j.out"
-    job_id, r = SLURM.sbatch([f"--output={out}", f"--chdir={TMP / 'jobs'}", *args, script],
-                             user=user)
+    job_id, r = SLURM.sbatch([f"--output={out}", f"--chdir={TMP / 'jobs'}", *args, script,
+                              *script_args], user=user)
     if check and job_id is None:
         raise AssertionError(f"sbatch failed: {r.stderr}\n{SLURM.logs()}")
     return job_id, r
@@ -516,6 +517,44 @@ class Worker(unittest.TestCase):
         self.assertIn(f"pskel: time limit set to {int(expected)} min", r.stderr)
         fields = finish(again)
         self.assertEqual(fields["TimeLimit"], f"00:{int(expected):02d}:00")
+
+    def test_model_limit_for_a_new_input(self):
+        """Issue 18: one application traced at 2 tasks with four inputs (the script's argument:
+        stencil's iterations); a fifth input, never traced, gets its limit from the run-time
+        model fitted to them, the traced input itself still from its skeleton."""
+        script = job_script("model.sh", f"srun --mpi=pmi2 {APPS / 'stencil.mpich'} -w 1000 -i $1")
+        for iterations in (200, 400, 600, 800):
+            job_id, _ = submit(script, "--predict=modelapp", "--ntasks=2",
+                               script_args=[str(iterations)])
+            finish(job_id)
+            state, step, message, *_ = trace_row(job_id)
+            self.assertEqual((state, message), ("done", ""), f"{step}: {message}\n{worker_log()}")
+        self.assertRegex(worker_log(), r"model: fitted to 4 runs")
+        with sqlite3.connect(STATE / "pskel.db", timeout=30) as db:
+            runs = db.execute("SELECT COUNT(*) FROM model_runs r JOIN applications a ON "
+                              "a.id=r.app_id WHERE a.key='modelapp'").fetchone()[0]
+        self.assertEqual(runs, 4)
+        export = (STATE / "predictions.export").read_text()
+        self.assertTrue(export_is_valid(export))
+        self.assertIn(" modelapp ", "".join(l for l in export.splitlines(True) if l.startswith("M ")))
+        time.sleep(3)  # the plugin's loader thread looks every 2 s
+        # A new input, 2.5 times the largest traced one, the same script without --predict.
+        again, r = submit(script, "--ntasks=2", script_args=["2000"])
+        self.assertIn("min from the model prediction for script:", r.stderr)
+        predicted = float(re.search(r"model prediction for \S+ \(([0-9.]+) s\)", r.stderr).group(1))
+        fields = finish(again)
+        self.assertEqual(fields["ExitCode"], "0:0", output(script, again))
+        comment = SLURM.scontrol("show", "job", str(again)).stdout
+        self.assertRegex(comment, r"AdminComment=pskel: time limit \d+ min from prediction #-\d+")
+        self.assertIn("by its model", comment)
+        # stencil -w 1000 takes ~1.1 ms an iteration here: 2000 of them about 2.3 s; the model
+        # answers with the high end of its interval.
+        self.assertGreater(predicted, 1.0)
+        self.assertLess(predicted, 10.0)
+        # The traced input keeps its skeleton's prediction.
+        same, r = submit(script, "--ntasks=2", script_args=["800"])
+        self.assertIn("min from the skeleton prediction", r.stderr)
+        finish(same)
 
     def test_end_to_end_srun(self):
         self.check_end_to_end("e2e-srun", f"srun --mpi=pmi2 {APPS / 'stencil.mpich'} -i 200")

@@ -30,7 +30,7 @@ Data sample() {
   d.partitions = {{"batch", 1440, true}, {"debug", 30, false}, {"long", exportfile::kUnlimited, false}};
   d.entries = {{1000, 4, 1, "batch", "lu", 125.25, 7}, {1000, 4, 1, "debug", "lu", 60, 8},
                {1001, 4, 1, "batch", "lu", 999.5, 9},
-               {1000, 16, 2, "batch", "script:00ff00ff00ff00ff", 3600, 10}};
+               {1000, 16, 2, "batch", "script:00ff00ff00ff00ff", 3600, 10, "0123456789abcdef"}};
   // seconds = 0.5 + 2e-6 x max(0, 4 + 0.5 x n^2 x i / ntasks): n, i the script's numbers.
   exportfile::Model m;
   m.uid = 1000;
@@ -73,8 +73,9 @@ TEST_CASE("ExportRoundTrips") {
   CHECK(text.starts_with("pskel-export 3\nP batch 1440 default\n"));
   CHECK(text.find("\nM 1000 sweep 0123456789abcdef 5 3 0.95 1.1 0.5 1 2e-06 1 4 1 0.5 3 1 2 0 2 1 0 0 -1 0\n") !=
         std::string::npos);
-  CHECK(text.find("\nE 1000 4 1 batch 125.25 7 lu\n") != std::string::npos);
-  CHECK(text.find("\nE 1000 16 2 batch 3600 10 script:00ff00ff00ff00ff\n") != std::string::npos);
+  CHECK(text.find("\nE 1000 4 1 batch 125.25 7 lu -\n") != std::string::npos);
+  CHECK(text.find("\nE 1000 16 2 batch 3600 10 script:00ff00ff00ff00ff 0123456789abcdef\n") !=
+        std::string::npos);
   auto back = exportfile::parse(text, "x");
   REQUIRE_MESSAGE(back.ok(), back.error().line());
   REQUIRE(back.value().entries.size() == d.entries.size());
@@ -371,7 +372,7 @@ TEST_CASE("ExportWriterLeavesOutWhatTheParserWouldReject") {
   CHECK(back.value().entries[0].app == "ok");
   CHECK(back.value().entries[1].app == "bound");
   CHECK(back.value().entries[2].predicted_seconds == 5e-324);
-  CHECK(text.find(" 0 13 minus-zero\n") != std::string::npos);
+  CHECK(text.find(" 0 13 minus-zero -\n") != std::string::npos);
   CHECK(back.value().partitions.size() == 1);
   // One bad row among good ones: the good ones still reach slurmctld.
   const std::string path = scratch_dir() + "/skip.export";
@@ -398,7 +399,7 @@ TEST_CASE("ExportVersion1IsReadAsPredictionsForOneNode") {
   CHECK(snap.find(1000, "lu", 4, jobsubmit::kAnyNodes, "batch")->prediction_id == 7);
   CHECK(snap.find(1000, "lu", 4, 2, "batch") == nullptr);
   // Written again, it is version 2.
-  CHECK(exportfile::format(v1.value()).find("\nE 1000 4 1 batch 125.25 7 lu\n") != std::string::npos);
+  CHECK(exportfile::format(v1.value()).find("\nE 1000 4 1 batch 125.25 7 lu -\n") != std::string::npos);
 
   // Each version's lines have their own number of fields.
   auto v2_line_in_v1 = exportfile::parse(export_with({"E 1000 4 1 batch 125.25 7 lu"}, 1), "f");

@@ -128,9 +128,12 @@ int show(const DbOptions& o, const std::string& app) {
     auto traces = db.value().store.traces(a.id);
     auto predictions = db.value().store.predictions(a.id);
     auto outcomes = db.value().store.outcomes(a.id);
+    auto runs = db.value().store.model_runs(a.id);
+    auto model = db.value().store.model(a.id);
     for (const Error* e : {traces ? nullptr : &traces.error(),
                            predictions ? nullptr : &predictions.error(),
-                           outcomes ? nullptr : &outcomes.error()})
+                           outcomes ? nullptr : &outcomes.error(),
+                           runs ? nullptr : &runs.error(), model ? nullptr : &model.error()})
       if (e) return fail(e->line() + " (application " + shown(a.key) + ")");
     nlohmann::json j = app_json(a);
     j["traces"] = nlohmann::json::array();
@@ -144,13 +147,21 @@ int show(const DbOptions& o, const std::string& app) {
       j["predictions"].push_back({{"id", p.id}, {"ntasks", p.ntasks}, {"nodes", p.nodes},
                                   {"partition", p.partition},
                                   {"skeleton_seconds", p.skeleton_seconds}, {"scale", p.scale},
-                                  {"predicted_seconds", p.predicted_seconds}, {"created", p.created}});
+                                  {"predicted_seconds", p.predicted_seconds}, {"created", p.created},
+                                  {"input", p.input}});
     j["outcomes"] = nlohmann::json::array();
     for (const auto& c : outcomes.value())
       j["outcomes"].push_back({{"job_id", c.job_id}, {"prediction_id", c.prediction_id},
                                {"predicted_seconds", c.predicted_seconds},
                                {"limit_minutes", c.limit_minutes},
                                {"actual_seconds", c.actual_seconds}, {"state", c.state}});
+    j["model_runs"] = runs.value().size();
+    // The stored model as `pskel model show --json` prints it (null: none yet).
+    j["model"] = nullptr;
+    if (model.value()) {
+      const nlohmann::json m = nlohmann::json::parse(model.value()->model, nullptr, false);
+      if (!m.is_discarded()) j["model"] = m;
+    }
     out.push_back(j);
     if (o.json) continue;
     fmt::print("application {} (id {}) of {} (uid {})\n", shown(a.key), a.id, shown(a.user), a.uid);
@@ -166,6 +177,11 @@ int show(const DbOptions& o, const std::string& app) {
       fmt::print("  outcome  job {:<8} predicted {} s, limit {} min, actual {} s, {}\n", c.job_id,
                  seconds(c.predicted_seconds), c.limit_minutes, seconds(c.actual_seconds),
                  shown(c.state));
+    if (!runs.value().empty() || model.value())
+      fmt::print("  model    {} run(s) recorded; {}\n", runs.value().size(),
+                 model.value() ? "fitted to " + std::to_string(model.value()->runs) +
+                                     " (pskel db show --json: the model)"
+                               : "not fitted yet (4 runs of one command shape make one)");
   }
   if (o.json) fmt::print("{}\n", json_text(out, 2));
   return 0;

@@ -259,7 +259,10 @@ Result<ParamModel> fit_param_model(const Matrix& parameters, std::span<const dou
   // best replaces the one before only when clearly better.
   constexpr int kStages = 3;
   Candidate by_stage[kStages];
-  for (int stage = 0; stage < kStages; ++stage) {
+  // A stage needs runs to be told from the one before: with four runs a fractional power and a
+  // logarithm fit whatever noise the four hold, so logarithms need 5 runs, other powers 6.
+  const int stages = std::min<int>(kStages, static_cast<int>(m) - 3);
+  for (int stage = 0; stage < std::max(1, stages); ++stage) {
     auto allowed = [&](size_t s) { return shapes[s].plainness() <= stage; };
     Candidate stage_best = best;  // the mean alone
     // One term: a shape of one parameter, then products of two and of three parameters'.
@@ -314,7 +317,7 @@ Result<ParamModel> fit_param_model(const Matrix& parameters, std::span<const dou
     by_stage[stage] = std::move(stage_best);
   }
   best = std::move(by_stage[0]);
-  for (int stage = 1; stage < kStages; ++stage)
+  for (int stage = 1; stage < stages; ++stage)
     if (clearly_better(by_stage[stage], best)) best = std::move(by_stage[stage]);
 
   std::vector<size_t> rows(m);

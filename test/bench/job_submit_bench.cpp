@@ -28,12 +28,14 @@ extern "C" {
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <span>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "export/app_key.h"
 #include "export/export.h"
+#include "export/job_args.h"
 #include "util/crc32c.h"
 
 extern "C" {
@@ -370,6 +372,65 @@ void check_version1_export(const Plugin& p, const std::string& dir) {
   EXPECT(p.fini() == SLURM_SUCCESS);
 }
 
+// Issue 18: a skeleton prediction holds for its traced arguments; other arguments of the same
+// shape get the application's run-time model; arguments of another shape, nothing.
+void check_models(const Plugin& p, const std::string& dir) {
+  write_conf(dir, "unset-only", 0.2, 60);
+  const char* traced[] = {"100"};
+  pskel::exportfile::Data data;
+  data.partitions = {{"batch", 1440, true}};
+  data.entries.push_back({3000, 2, 1, "batch", "swept", 200, 41, 
+                          pskel::exportfile::input_key(pskel::exportfile::encode_job_args(traced))});
+  // seconds = 10 + 2 x iterations (the script's one number), interval up to x 1.25.
+  pskel::exportfile::Model m;
+  m.uid = 3000;
+  m.app = "swept";
+  const std::vector<std::string> shape = {"job", pskel::exportfile::kNumberSlot};
+  m.shape_key = pskel::exportfile::shape_key(shape);
+  m.model_id = 7;
+  m.parameters = 2;
+  m.low_ratio = 0.9;
+  m.high_ratio = 1.25;
+  m.groups = {{1, false, 10, {{2, {{1, 1, 0}}}}}};
+  data.models = {m};
+  EXPECT(pskel::exportfile::write_atomic(dir + "/predictions.export", data).ok());
+  EXPECT(p.init() == SLURM_SUCCESS);
+  struct Case {
+    std::vector<const char*> args;
+    const char* limited;  // PSKEL_LIMITED, "" for a job left alone
+    const char* said;     // in AdminComment
+  };
+  const Case cases[] = {
+      {{"100"}, "41:200.0:5", "by its skeleton"},       // the traced arguments
+      {{"400"}, "-7:1012.5:22", "by its model"},        // (10 + 800) x 1.25
+      {{"1e3"}, "-7:2512.5:52", "by its model"},        // numbers in any spelling
+      {{"-n", "400"}, "", ""},                          // another shape
+      {{"abc"}, "", ""},
+  };
+  for (const Case& c : cases) {
+    Job j("#!/bin/sh\n", 3000, 2, "batch", {"_SLURM_SPANK_OPTION_pskel_predict=swept"});
+    std::vector<char*> argv = {const_cast<char*>("job.sh")};
+    for (const char* a : c.args) argv.push_back(const_cast<char*>(a));
+    j.desc.argv = argv.data();
+    j.desc.argc = static_cast<uint32_t>(argv.size());
+    EXPECT(p.submit(&j.desc, 3000, &j.err_msg) == SLURM_SUCCESS);
+    std::fprintf(report(), "model: args %s: PSKEL_LIMITED=%s, %s\n", c.args[0],
+                 j.env("PSKEL_LIMITED").c_str(), j.desc.admin_comment ? j.desc.admin_comment : "-");
+    EXPECT(j.env("PSKEL_JOB_ARGS") == pskel::exportfile::encode_job_args(
+                                          std::span<const char* const>(c.args.data(), c.args.size())));
+    EXPECT(j.env("PSKEL_LIMITED") == c.limited);
+    if (*c.limited) {
+      EXPECT(j.desc.admin_comment && std::strstr(j.desc.admin_comment, c.said));
+      EXPECT(printable(j.desc.admin_comment) && printable(j.err_msg));
+    } else {
+      expect_untouched(j);
+    }
+    j.desc.argv = nullptr;  // ours, not Slurm's to free
+    j.desc.argc = 0;
+  }
+  EXPECT(p.fini() == SLURM_SUCCESS);
+}
+
 int check(const Plugin& p, const std::string& dir) {
   EXPECT(*p.version == SLURM_VERSION_NUMBER);
   EXPECT(std::strcmp(p.type, "job_submit/pskel") == 0);
@@ -472,6 +533,7 @@ int check(const Plugin& p, const std::string& dir) {
   EXPECT(p.fini() == SLURM_SUCCESS);
   check_extreme_predictions(p, dir);
   check_version1_export(p, dir);
+  check_models(p, dir);
   std::printf("job_submit plugin checks: %s (%d failed)\n", failures ? "FAILED" : "ok", failures);
   return failures ? 1 : 0;
 }

@@ -81,8 +81,10 @@ int main(int argc, char** argv) {
     if (!names.insert(basename_of(path)).second)
       return fail(file + ": a second file named " + basename_of(path) + " (OUTDIR holds one)");
     key_names[path] = basename_of(path);
-    (is_header(path) ? headers : names).insert(path);
-    if (!is_header(path)) sources.push_back(path);
+    if (is_header(path))
+      headers.insert(path);
+    else
+      sources.push_back(path);
   }
   if (sources.empty()) return fail("no source among the files (only headers)");
   std::set<std::string> written;

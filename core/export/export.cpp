@@ -102,8 +102,10 @@ bool to_seconds(std::string_view s, double* out) {
   return r.ec == std::errc() && r.ptr == s.data() + s.size() && valid_predicted_seconds(*out);
 }
 
-bool to_hex32(std::string_view s, uint32_t* out) {
-  if (s.size() != 8) return false;
+// An unsigned number as the writer writes it: exactly 2 x sizeof(T) lower-case hex digits.
+template <class T>
+bool to_hex(std::string_view s, T* out) {
+  if (s.size() != 2 * sizeof(T)) return false;
   for (const char c : s)
     if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;  // as written
   const auto r = std::from_chars(s.data(), s.data() + s.size(), *out, 16);
@@ -115,14 +117,6 @@ bool to_finite(std::string_view s, double* out) {
   if (s.empty() || s[0] == '+') return false;
   const auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
   return r.ec == std::errc() && r.ptr == s.data() + s.size() && std::isfinite(*out);
-}
-
-bool to_hex64(std::string_view s, uint64_t* out) {
-  if (s.size() != 16) return false;
-  for (const char c : s)
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  const auto r = std::from_chars(s.data(), s.data() + s.size(), *out, 16);
-  return r.ec == std::errc() && r.ptr == s.data() + s.size();
 }
 
 // An M line's words after "M": the fields in order, each checked on the way.
@@ -178,7 +172,7 @@ Result<Model> parse_model(std::string_view line) {
   if (!t || !valid_word(*t)) return Error{"", "bad application"};
   m.app = *t;
   t = next();
-  if (!t || !to_hex64(*t, &m.shape_key)) return Error{"", "bad shape key"};
+  if (!t || !to_hex(*t, &m.shape_key)) return Error{"", "bad shape key"};
   t = next();
   if (!t || !to_int(*t, &m.model_id)) return Error{"", "bad model id"};
   size_t parameters = 0, groups = 0;
@@ -247,11 +241,8 @@ std::string layout_text(uint32_t ntasks, uint32_t nodes) {
 }
 
 bool valid_input(std::string_view input) {
-  if (input == "-") return true;
-  if (input.size() != 16) return false;
-  for (const char c : input)
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  return true;
+  uint64_t key;
+  return input == "-" || to_hex(input, &key);
 }
 
 bool valid_entry(const Entry& e) {
@@ -416,7 +407,7 @@ Result<Data> parse(std::string_view text, const std::string& origin) {
       uint32_t crc = 0;
       if (!split_words(line, w, has_models ? 5 : 4) || !to_int(w[1], &n_entries) ||
           !to_int(w[2], &n_partitions) || (has_models && !to_int(w[3], &n_models)) ||
-          !to_hex32(w[has_models ? 4 : 3], &crc))
+          !to_hex(w[has_models ? 4 : 3], &crc))
         return bad("bad end line");
       if (n_entries != data.entries.size() || n_partitions != data.partitions.size() ||
           n_models != data.models.size())

@@ -197,9 +197,11 @@ int submit(job_desc_msg_t* job, char** err_msg) {
     layout = exportfile::layout_text(ntasks, pred->nodes);
     if (nodes == kAnyNodes) layout += " (no single node count requested: the longest)";
   } else {
-    if (!batch) return SLURM_SUCCESS;
-    std::vector<std::string> command = {"job"};
-    for (uint32_t i = 1; i < job->argc; ++i) command.push_back(job->argv[i] ? job->argv[i] : "");
+    // Arguments too many or too long to encode are not modelled (the worker did not see them).
+    std::vector<std::string> command;
+    if (!batch || (job->argc > 1 && job_args.empty()) ||
+        !exportfile::batch_command(job_args, &command))
+      return SLURM_SUCCESS;
     const auto parameters = exportfile::job_parameters(command, static_cast<int>(ntasks));
     if (!parameters.ok()) return SLURM_SUCCESS;
     const exportfile::Model* model = snap->find_model(

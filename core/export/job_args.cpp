@@ -129,6 +129,14 @@ Result<JobParameters> job_parameters(std::span<const std::string> command, int n
   return p;
 }
 
+bool batch_command(std::string_view encoded_args, std::vector<std::string>* command) {
+  std::vector<std::string> args;
+  if (!decode_job_args(encoded_args, &args)) return false;
+  *command = {"job"};
+  command->insert(command->end(), args.begin(), args.end());
+  return true;
+}
+
 std::string input_key(std::string_view encoded_args) {
   char key[24];
   snprintf(key, sizeof key, "%016llx", static_cast<unsigned long long>(fnv1a64(encoded_args)));

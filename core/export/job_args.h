@@ -42,6 +42,12 @@ inline constexpr const char* kNumberSlot = "{}";
 // Fails on an empty command or a task count below 1.
 Result<JobParameters> job_parameters(std::span<const std::string> command, int ntasks);
 
+// A batch job's command as run-time models see it, from its script's encoded arguments
+// (encode_job_args): "job" followed by them, so that the worker that fits a model and
+// job_submit that evaluates it see the same shape. False on text encode_job_args cannot have
+// written.
+bool batch_command(std::string_view encoded_args, std::vector<std::string>* command);
+
 // A key of a command shape (JobParameters::shape): FNV-1a 64 of its words, each with its length.
 uint64_t shape_key(std::span<const std::string> shape);
 

@@ -238,9 +238,9 @@ void Worker::step_model(const Ticket& t, int64_t app_id, const TraceChoice& trac
     model::Run m;
     m.source = "job " + std::to_string(row.job_id);
     m.kind = "trace";
-    m.command = command_of(row);
     m.ntasks = static_cast<int>(row.ntasks);
     m.seconds = row.seconds;
+    if (!exportfile::batch_command(row.args, &m.command)) continue;
     const auto p = model::job_parameters(m.command, m.ntasks);
     const nlohmann::json f = nlohmann::json::parse(row.features, nullptr, false);
     if (!p || p.value().shape != shape.value().shape || !f.is_object()) continue;

@@ -493,6 +493,12 @@ TEST_CASE("JobArgsRoundTripAsOneWord") {
   CHECK(back[5] == "a%b");
   REQUIRE(pskel::exportfile::decode_job_args("", &back));
   CHECK(back.empty());
+  std::vector<std::string> command;
+  REQUIRE(pskel::exportfile::batch_command(text, &command));
+  REQUIRE(command.size() == 7);
+  CHECK(command[0] == "job");
+  CHECK(command[3] == "input file.dat");
+  CHECK_FALSE(pskel::exportfile::batch_command("a  b", &command));
 }
 
 TEST_CASE("JobArgsRefuseWhatEncodingCannotWrite") {

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <optional>
 
 #include "child/child.h"
@@ -44,11 +45,6 @@ class Report {
  private:
   std::vector<Check> checks_;
 };
-
-std::string base_name(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
 
 bool is_file(const std::string& path) {
   struct stat st;
@@ -155,7 +151,7 @@ void check_root_directory(Report& r, const std::string& name, const std::string&
 
 void check_epilog(Report& r, const SlurmConf& slurm) {
   for (const std::string& epilog : config::split_list(slurm.get("Epilog")))
-    if (base_name(epilog) == kEpilogScript) {
+    if (std::filesystem::path(epilog).filename() == kEpilogScript) {
       r.fail("EpilogSlurmctld", "Epilog=" + epilog + " runs pskel's epilog on every node",
              "move it to EpilogSlurmctld= in " + slurm.path + " (once per job, on the controller)");
       return;
@@ -172,7 +168,7 @@ void check_epilog(Report& r, const SlurmConf& slurm) {
            "install pskel's epilog there, or point EpilogSlurmctld at it");
     return;
   }
-  if (base_name(epilog) != kEpilogScript) {
+  if (std::filesystem::path(epilog).filename() != kEpilogScript) {
     r.ok("EpilogSlurmctld",
          epilog + " (not pskel's own script: it must run " + std::string(kEpilogScript) + ")");
     return;
@@ -304,7 +300,7 @@ std::vector<Check> run_doctor(const Options& o) {
     r.fail("plugstack", lines.error().line(), "fix " + plugstack + " (PlugStackConfig)");
   } else {
     for (const PlugstackLine& line : lines.value())
-      if (base_name(line.plugin) == kSpankPlugin) spank_line = line;
+      if (std::filesystem::path(line.plugin).filename() == kSpankPlugin) spank_line = line;
     if (!spank_line) {
       r.fail("plugstack",
              "no line for " + std::string(kSpankPlugin) + " in " + plugstack +

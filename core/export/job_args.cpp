@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 
 #include "export/app_key.h"
 
@@ -37,11 +38,6 @@ bool parse_number(const std::string& text, double* value) {
 bool is_number(const std::string& text) {
   double ignored;
   return parse_number(text, &ignored);
-}
-
-std::string basename_of(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
 }  // namespace
@@ -100,7 +96,7 @@ Result<JobParameters> job_parameters(std::span<const std::string> command, int n
   if (command.empty() || command[0].empty()) return Error{"", "the command is empty"};
   if (ntasks < 1) return Error{"", "the task count must be at least 1"};
   JobParameters p;
-  p.program = basename_of(command[0]);
+  p.program = std::filesystem::path(command[0]).filename().string();
   p.shape.push_back(p.program);
   p.names.push_back("ntasks");
   p.values.push_back(ntasks);

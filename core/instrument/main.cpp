@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -19,11 +20,6 @@
 #include "rewrite.h"
 
 namespace {
-
-std::string basename_of(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
 
 bool is_header(const std::string& path) {
   for (const char* suffix : {".h", ".hh", ".hpp", ".hxx", ".inc"})
@@ -78,9 +74,10 @@ int main(int argc, char** argv) {
     if (real == nullptr) return fail(file + ": " + std::strerror(errno));
     const std::string path = real;
     std::free(real);
-    if (!names.insert(basename_of(path)).second)
-      return fail(file + ": a second file named " + basename_of(path) + " (OUTDIR holds one)");
-    key_names[path] = basename_of(path);
+    const std::string name = std::filesystem::path(path).filename().string();
+    if (!names.insert(name).second)
+      return fail(file + ": a second file named " + name + " (OUTDIR holds one)");
+    key_names[path] = name;
     if (is_header(path))
       headers.insert(path);
     else
@@ -94,7 +91,7 @@ int main(int argc, char** argv) {
     if (!rewritten.ok()) return fail(rewritten.error().line());
     for (const auto& file : rewritten.value()) {
       if (!written.insert(file.path).second) continue;  // a header of an earlier source
-      const std::string out_path = outdir + "/" + basename_of(file.path);
+      const std::string out_path = outdir + "/" + key_names.at(file.path);
       std::ofstream out(out_path, std::ios::trunc);
       out << file.text;
       out.close();

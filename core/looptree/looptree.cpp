@@ -12,6 +12,21 @@
 
 namespace pskel::looptree {
 
+namespace {
+
+template <class Part>
+const Part* find_rank(const std::vector<Part>& parts, int32_t rank) {
+  const auto it = std::lower_bound(parts.begin(), parts.end(), rank,
+                                   [](const Part& p, int32_t r) { return p.rank < r; });
+  return it != parts.end() && it->rank == rank ? &*it : nullptr;
+}
+
+}  // namespace
+
+const RankCall* Event::call_of(int32_t rank) const { return find_rank(ranks, rank); }
+const RankLoop* Loop::timing_of(int32_t rank) const { return find_rank(ranks, rank); }
+
+
 void Stat::add(int64_t x) {
   if (n == 0 || x < min) min = x;
   if (n == 0 || x > max) max = x;
@@ -253,13 +268,12 @@ double time_of(const std::vector<Item>& items, int32_t rank) {
   double ns = 0;
   for (const Item& item : items) {
     if (item.is_loop()) {
-      for (const RankLoop& r : item.loop().ranks)
-        if (r.rank == rank) ns += r.entry_gap_ns.sum();
+      if (const RankLoop* r = item.loop().timing_of(rank)) ns += r->entry_gap_ns.sum();
       ns += time_of(item.loop().body, rank);
       continue;
     }
-    for (const RankCall& call : item.event().ranks)
-      if (call.rank == rank) ns += call.gap_ns.sum() + call.comm_ns.sum();
+    if (const RankCall* call = item.event().call_of(rank))
+      ns += call->gap_ns.sum() + call->comm_ns.sum();
   }
   return ns;
 }

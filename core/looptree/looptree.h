@@ -56,6 +56,9 @@ struct Event {
   uint8_t flags = 0;          // trace::kFlag* of the first instance's first rank
   uint64_t instances = 0;
   std::vector<RankCall> ranks;  // ascending rank; the ranks that take part
+
+  // `rank`'s part, or null if it takes no part: O(log ranks), for callers that ask per rank.
+  const RankCall* call_of(int32_t rank) const;
 };
 
 // One rank's timing of a loop. The gap before the rank's first call in the first iteration of
@@ -78,6 +81,8 @@ struct Loop {
   uint64_t executions = 0;     // how often the loop is entered (its enclosing loops' trips)
   std::vector<Item> body;
   std::vector<RankLoop> ranks; // ascending rank; ranks that take part in the body
+
+  const RankLoop* timing_of(int32_t rank) const;  // null if `rank` takes no part; O(log ranks)
 };
 
 struct Item {

@@ -143,6 +143,50 @@ std::string Tables::array2(std::string_view hint, std::string_view type,
                  fmt::format("{}[{}][{}]{{{}}}", type, rows.size(), width, body));
 }
 
+namespace {
+
+// The neighbour on a Cartesian grid that `values` holds for `ranks`, as C, or "" if it is not
+// one: rank ± s when the rank's coordinate along the axis of stride s and extent d
+// (rank / s % d) can step that way, else MPI_PROC_NULL (a non-periodic grid) or the neighbour
+// at the axis's other end (a periodic one): what MPI_Cart_shift gives. Tried for each extent d
+// that divides n / s; each try stops at the first rank it gets wrong.
+std::string grid_neighbour(const std::vector<int>& ranks, const std::vector<int64_t>& values,
+                           int n) {
+  int64_t step = 0;  // the offset of the ranks whose neighbour is not past the edge
+  for (int r : ranks) {
+    const int64_t v = values[static_cast<size_t>(r)];
+    if (v == kTokProcNull) continue;
+    if (is_token(v)) return "";
+    if (step == 0 || std::abs(v - r) < std::abs(step)) step = v - r;
+  }
+  if (step == 0) return "";
+  const int64_t s = std::abs(step);
+  if (n % s != 0) return "";
+  for (int64_t d = 2; d <= n / s; ++d) {
+    if ((n / s) % d != 0) continue;
+    for (bool periodic : {false, true}) {
+      auto expected = [&](int64_t r) -> int64_t {
+        const int64_t c = r / s % d;
+        if (step > 0 ? c < d - 1 : c > 0) return r + step;
+        return periodic ? r - step * (d - 1) : kTokProcNull;
+      };
+      if (!std::all_of(ranks.begin(), ranks.end(),
+                       [&](int r) { return values[static_cast<size_t>(r)] == expected(r); }))
+        continue;
+      const std::string coord = s == 1 ? fmt::format("rank % {}", d) : fmt::format("rank / {} % {}", s, d);
+      const std::string inside = step > 0 ? fmt::format("{} < {}", coord, d - 1) : coord + " > 0";
+      const std::string near = step > 0 ? fmt::format("rank + {}", s) : fmt::format("rank - {}", s);
+      const std::string far = !periodic  ? "MPI_PROC_NULL"
+                              : step > 0 ? fmt::format("rank - {}", s * (d - 1))
+                                         : fmt::format("rank + {}", s * (d - 1));
+      return fmt::format("({} ? {} : {})", inside, near, far);
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
 std::string Tables::ints(std::string_view hint, const std::vector<int64_t>& values,
                          const std::vector<bool>& present) {
   std::vector<int> ranks;
@@ -165,6 +209,7 @@ std::string Tables::ints(std::string_view hint, const std::vector<int64_t>& valu
                       [&](int r) { return values[static_cast<size_t>(r)] == (r + d2) % n_; }))
         return fmt::format("(rank + {}) % size", d2);
   }
+  if (std::string grid = grid_neighbour(ranks, values, n_); !grid.empty()) return grid;
   std::vector<int64_t> table(static_cast<size_t>(n_), 0);
   for (int r : ranks) table[static_cast<size_t>(r)] = values[static_cast<size_t>(r)];
   return array(hint, fits_int(table) ? "int" : "long", table) + "[rank]";

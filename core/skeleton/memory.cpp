@@ -12,13 +12,12 @@ double compute_ns(const std::vector<lt::Item>& items, int32_t rank) {
   double ns = 0;
   for (const lt::Item& item : items) {
     if (item.is_loop()) {
-      for (const lt::RankLoop& r : item.loop().ranks)
-        if (r.rank == rank) ns += r.entry_gap_ns.sum();
+      if (const lt::RankLoop* r = item.loop().timing_of(rank)) ns += r->entry_gap_ns.sum();
       ns += compute_ns(item.loop().body, rank);
       continue;
     }
-    for (const lt::RankCall& call : item.event().ranks)
-      if (call.rank == rank) ns += call.gap_typical.mean * static_cast<double>(call.gap_ns.n);
+    if (const lt::RankCall* call = item.event().call_of(rank))
+      ns += call->gap_typical.mean * static_cast<double>(call->gap_ns.n);
   }
   return ns;
 }

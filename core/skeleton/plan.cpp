@@ -47,26 +47,14 @@ int64_t tag_of(const lt::Rule& rule) {
 }
 
 bool participates(const lt::Item& item, int32_t rank) {
-  if (item.is_loop()) {
-    for (const lt::RankLoop& r : item.loop().ranks)
-      if (r.rank == rank) return true;
-    return false;
-  }
-  for (const lt::RankCall& c : item.event().ranks)
-    if (c.rank == rank) return true;
-  return false;
+  return item.is_loop() ? item.loop().timing_of(rank) != nullptr
+                        : item.event().call_of(rank) != nullptr;
 }
 
-const lt::RankCall* call_of(const lt::Event& event, int32_t rank) {
-  for (const lt::RankCall& c : event.ranks)
-    if (c.rank == rank) return &c;
-  return nullptr;
-}
 
 size_t participant_index(const lt::Event& event, int32_t rank) {
-  for (size_t j = 0; j < event.ranks.size(); ++j)
-    if (event.ranks[j].rank == rank) return j;
-  return SIZE_MAX;
+  const lt::RankCall* c = event.call_of(rank);
+  return c ? static_cast<size_t>(c - event.ranks.data()) : SIZE_MAX;
 }
 
 void events_in(const lt::Item& item, std::vector<const lt::Event*>& out) {
@@ -231,7 +219,7 @@ class Simulator {
           for (size_t k = 0; k < op.list.size(); ++k) {
             const uint32_t init = op.list[k];
             const EventInfo& info = a_.events[init];
-            const lt::RankCall* c = call_of(*info.event, rank);
+            const lt::RankCall* c = info.event->call_of(rank);
             if (c == nullptr) continue;
             const size_t j = participant_index(*info.event, rank);
             const int comm = info.comm[j];
@@ -319,7 +307,7 @@ class Simulator {
       if (op.kind == SimOp::Kind::start) {
         for (uint32_t init : op.list) {
           const EventInfo& info = a_.events[init];
-          const lt::RankCall* c = call_of(*info.event, rank);
+          const lt::RankCall* c = info.event->call_of(rank);
           if (c == nullptr) continue;
           const bool is_send = info.fn == FunctionId::MPI_Send_init;
           if (need_recv && !is_send && (c->source == m.from || c->source == tr::kAnySource) &&
@@ -509,7 +497,7 @@ class Planner {
         std::vector<const lt::Event*> evs;
         events_in(body[k], evs);
         for (const lt::Event* e : evs)
-          if (const lt::RankCall* c = call_of(*e, r)) start = std::min(start, c->sample.record);
+          if (const lt::RankCall* c = e->call_of(r)) start = std::min(start, c->sample.record);
       }
       auto& order = g.order[static_cast<size_t>(r)];
       order = merged_order;

@@ -24,14 +24,12 @@ double item_ns(const lt::Item& item, int32_t rank, Part part) {
     // skeleton replays between its own MPI_Init and MPI_Finalize.
     const auto fn = static_cast<tr::FunctionId>(item.event().function);
     if (fn == tr::FunctionId::MPI_Init || fn == tr::FunctionId::MPI_Init_thread) return 0;
-    for (const lt::RankCall& call : item.event().ranks)
-      if (call.rank == rank) return call.gap_ns.sum() + (part == Part::all ? call.comm_ns.sum() : 0);
-    return 0;
+    const lt::RankCall* call = item.event().call_of(rank);
+    if (!call) return 0;
+    return call->gap_ns.sum() + (part == Part::all ? call->comm_ns.sum() : 0);
   }
-  double ns = 0;
-  for (const lt::RankLoop& r : item.loop().ranks)
-    if (r.rank == rank) ns += r.entry_gap_ns.sum();
-  return ns + part_ns(item.loop().body, rank, part);
+  const lt::RankLoop* r = item.loop().timing_of(rank);
+  return (r ? r->entry_gap_ns.sum() : 0) + part_ns(item.loop().body, rank, part);
 }
 
 double part_ns(const std::vector<lt::Item>& items, int32_t rank, Part part) {

@@ -11,6 +11,7 @@
 #include "looptree/looptree.h"
 #include "merge/merge.h"
 #include "skeleton/skeleton.h"
+#include "synthetic_trace.h"
 #include "trace_builder.h"
 
 namespace sk = pskel::skeleton;
@@ -518,4 +519,37 @@ TEST_CASE("TraceTextCannotEndTheSkeletonsCommentOrStringLiteral") {
   REQUIRE(at != std::string::npos);
   const std::string line = src.substr(at, src.find('\n', at) - at);
   CHECK(line == ".name = \"app\\\" ; int injected_by_name = 1; //\\?\\?/\\012\\377\",");
+}
+
+TEST_CASE("skeleton: peers on a grid with MPI_PROC_NULL edges are rules, not per-rank tables") {
+  const int ranks = 512;  // 8 x 8 x 8
+  tr::TraceSet trace;
+  for (int r = 0; r < ranks; ++r)
+    trace.ranks.push_back(pskel::test::synthetic_rank(pskel::test::Pattern::halo3d, r, ranks, 140, 1,
+                                                      pskel::test::GapSource()));
+  Built b;
+  b.trace = std::move(trace);
+  b.trace.meta = {{"mpi", "mpich"}, {"ranks", ranks}};
+  for (tr::RankTrace& r : b.trace.ranks) r.header.work_ns_per_unit = 2.0;
+  b.merged = pskel::merge::merge(b.trace);
+  b.tree = lt::build(b.trace, b.merged, pskel::compress::compress(b.merged.symbols()));
+  const sk::Skeleton s = generate(b);
+  CHECK(has(s.source, "(rank % 8 > 0 ? rank - 1 : MPI_PROC_NULL)"));
+  CHECK(has(s.source, "(rank % 8 < 7 ? rank + 1 : MPI_PROC_NULL)"));
+  CHECK(has(s.source, "(rank / 8 % 8 > 0 ? rank - 8 : MPI_PROC_NULL)"));
+  CHECK(has(s.source, "(rank / 64 % 8 < 7 ? rank + 64 : MPI_PROC_NULL)"));
+  CHECK_FALSE(std::regex_search(s.source, std::regex("static const int \\w+\\[512\\]")));
+}
+
+TEST_CASE("skeleton: a periodic grid's neighbour wraps within its row") {
+  auto w = pskel::test::world(12);  // 3 rows of 4, periodic along the rows
+  for (int r = 0; r < 12; ++r) {
+    const int east = r / 4 * 4 + (r % 4 + 1) % 4, west = r / 4 * 4 + (r % 4 + 3) % 4;
+    w[r].add(Fn::MPI_Init);
+    for (int i = 0; i < 20; ++i) w[r].sendrecv(east, west, 3, 100);
+    w[r].add(Fn::MPI_Finalize);
+  }
+  const sk::Skeleton s = generate(build(w));
+  CHECK(has(s.source, "(rank % 4 < 3 ? rank + 1 : rank - 3)"));
+  CHECK(has(s.source, "(rank % 4 > 0 ? rank - 1 : rank + 3)"));
 }

@@ -117,6 +117,9 @@ class RankBuilder {
   }
   // A completion of `ids` (all completed), e.g. MPI_Wait of one or MPI_Waitall of several.
   tr::Record& complete(Fn f, std::initializer_list<uint32_t> ids, int64_t passed = -1) {
+    return complete(f, std::vector<uint32_t>(ids), passed);
+  }
+  tr::Record& complete(Fn f, const std::vector<uint32_t>& ids, int64_t passed = -1) {
     std::vector<int64_t> words;
     for (uint32_t id : ids) words.insert(words.end(), {id, tr::kNoRank, tr::kNoTag, 0});
     tr::Record& r = add(f);
@@ -150,6 +153,13 @@ class RankBuilder {
     return r;
   }
 
+  // The end of the last call (t = 0 before the first).
+  int64_t now() const { return clock_; }
+  // Makes the last call last until at least `t` (a wait that absorbs another rank's lateness).
+  RankBuilder& last_until(int64_t t) {
+    if (!t_.records.empty() && t > clock_) t_.records.back().t_end = clock_ = t;
+    return *this;
+  }
   const tr::RankTrace& trace() const { return t_; }
   tr::RankTrace take() { return std::move(t_); }
 

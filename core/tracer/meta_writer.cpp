@@ -133,6 +133,10 @@ bool write_meta(const MetaInfo& info) {
     j << ",\n  \"stream_ns_per_byte\": ";
     numbers(info.stream_ns_per_byte);
   }
+  if (!info.finalize_write_ns.empty()) {
+    j << ",\n  \"finalize_write_ns\": ";
+    numbers(info.finalize_write_ns);
+  }
   j << "\n}\n";
 
   const std::string text = j.str();

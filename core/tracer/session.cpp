@@ -352,6 +352,9 @@ void end_session() {
   const double ns_per_unit_in_run = s->sampler.probe_ns_per_unit();
   append_plain_record(FunctionId::MPI_Finalize, entry_ns, entry_ns);
   s->writer.close(entry_ns, s->untraced_thread_calls, s->untracked_requests);
+  // What writing the rank's last block and closing its file took: the part of a job's end
+  // that grows with its rank count when the ranks share a file system (docs/trace-format.md).
+  const double close_ns = static_cast<double>(now() - entry_ns);
   const int failing = lowest_failing_rank(s->writer.failed() || s->writer.dropped() > 0);
   if (failing == s->rank) {
     warn(s->writer.failed() ? s->writer.error() + "; the trace of this run is incomplete"
@@ -366,6 +369,9 @@ void end_session() {
   s->meta.work_ns_per_unit_at_finalize.resize(static_cast<size_t>(s->size));
   PMPI_Gather(&ns_per_unit_at_finalize, 1, MPI_DOUBLE, s->meta.work_ns_per_unit_at_finalize.data(),
               1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  s->meta.finalize_write_ns.resize(static_cast<size_t>(s->size));
+  PMPI_Gather(&close_ns, 1, MPI_DOUBLE, s->meta.finalize_write_ns.data(), 1, MPI_DOUBLE, 0,
+              MPI_COMM_WORLD);
   s->meta.work_ns_per_unit_in_run.resize(static_cast<size_t>(s->size));
   PMPI_Gather(&ns_per_unit_in_run, 1, MPI_DOUBLE, s->meta.work_ns_per_unit_in_run.data(), 1,
               MPI_DOUBLE, 0, MPI_COMM_WORLD);

@@ -33,6 +33,8 @@ class Replay {
         waiters_(graph.endpoints.size()),
         collective_posted_(graph.collectives.size(), 0),
         collective_waiters_(graph.collectives.size()),
+        collective_latest_(graph.collectives.size()),
+        root_of_(graph.collectives.size(), kUnknownRoot),
         times_(graph.ops.size()),
         next_(graph.ops.size(), 0),
         clock_(graph.ops.size(), 0.0),
@@ -94,6 +96,12 @@ class Replay {
     if (ep.kind == Kind::member) {
       const Collective& c = g_.collectives[ep.link];
       if (++collective_posted_[ep.link] == c.members.size()) {
+        // The last member to post, found once: each member's completion needs it, and
+        // searching per member would be quadratic in the communicator's size.
+        Completion& latest = collective_latest_[ep.link];
+        latest = {-std::numeric_limits<double>::infinity(), kNone};
+        for (uint32_t member : c.members)
+          if (posted_at_[member] > latest.time) latest = {posted_at_[member], member};
         for (int32_t r : collective_waiters_[ep.link]) ready_.push_back(r);
         collective_waiters_[ep.link].clear();
       }
@@ -165,13 +173,21 @@ class Replay {
     return false;
   }
 
+  // The endpoint of collective `k`'s root, kNone if it has none or the root never got there.
+  uint32_t root_member(uint32_t k) {
+    if (root_of_[k] == kUnknownRoot) {
+      root_of_[k] = kNone;
+      for (uint32_t member : g_.collectives[k].members)
+        if (g_.endpoints[member].rank == g_.collectives[k].root) root_of_[k] = member;
+    }
+    return root_of_[k];
+  }
+
   bool member_completion(uint32_t e, int32_t r, bool force, Completion* out) {
     const Endpoint& ep = g_.endpoints[e];
     const Collective& c = g_.collectives[ep.link];
     const double cost = m_[c.family].cost_ns(static_cast<double>(c.bytes) * w_.grow);
-    uint32_t root = kNone;
-    for (uint32_t member : c.members)
-      if (g_.endpoints[member].rank == c.root) root = member;
+    const uint32_t root = root_member(ep.link);
     Sync sync = c.sync;
     if (sync != Sync::all && root == kNone) sync = Sync::all;   // root never got there
     Completion best{posted_at_[e], e};
@@ -179,11 +195,15 @@ class Replay {
       if (posted(member) && posted_at_[member] > best.time) best = {posted_at_[member], member};
     };
     if (sync == Sync::all || (sync == Sync::to_root && e == root)) {
-      if (collective_posted_[ep.link] < c.members.size() && !force) {
+      if (collective_posted_[ep.link] == c.members.size()) {
+        const Completion& latest = collective_latest_[ep.link];
+        if (latest.time > best.time) best = latest;
+      } else if (!force) {
         collective_waiters_[ep.link].push_back(r);
         return false;
+      } else {
+        for (uint32_t member : c.members) consider(member);
       }
-      for (uint32_t member : c.members) consider(member);
     } else if (sync == Sync::from_root) {
       if (!posted(root) && !force) {
         waiters_[root].push_back(r);
@@ -267,6 +287,9 @@ class Replay {
   std::vector<std::vector<int32_t>> waiters_;          // per endpoint: ranks waiting for its post
   std::vector<size_t> collective_posted_;
   std::vector<std::vector<int32_t>> collective_waiters_;
+  std::vector<Completion> collective_latest_;  // per collective, once all members posted
+  static constexpr uint32_t kUnknownRoot = kNone - 1;
+  std::vector<uint32_t> root_of_;
   std::vector<std::vector<OpTime>> times_;
   std::vector<size_t> next_;
   std::vector<double> clock_;

@@ -197,12 +197,14 @@ class Chooser {
     };
     for (const auto& [key, n] : c.sends) ok = ok && same(key);
     for (const auto& [key, n] : c.recvs) ok = ok && same(key);
-    // Collectives: every member of the communicator the same number of times.
+    // Collectives: every member of the communicator the same number of times (each
+    // communicator's members checked once: per entry would be quadratic in its size).
     std::map<int, int64_t> per_comm;
     for (const auto& [key, n] : c.collectives) {
-      const int comm = key.first;
-      const auto [it, fresh] = per_comm.try_emplace(comm, n);
+      const auto [it, fresh] = per_comm.try_emplace(key.first, n);
       if (!fresh && it->second != n) ok = false;
+    }
+    for (const auto& [comm, n] : per_comm) {
       if (comm >= 2 && static_cast<size_t>(comm) < a_.comms.size()) {
         for (int32_t m : a_.comms[static_cast<size_t>(comm)].members)
           if (c.collectives.count({comm, m}) == 0) ok = false;

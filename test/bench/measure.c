@@ -4,7 +4,8 @@
  * least the interpreter's ~14 MB. The command's output passes through.
  * Usage: measure FIGURES_FILE TIMEOUT_SECONDS COMMAND [ARG...]
  * FIGURES_FILE gets "wall_seconds=S peak_kb=K exit=E" (E: the exit code, 128+N for signal N,
- * -1 when the timeout killed it). Exit: 0 when the figures were written, 2 on a usage error. */
+ * -1 when the timeout killed it, with every process it started). Exit: 0 when the figures were
+ * written, 2 on a usage error. */
 #define _GNU_SOURCE
 #include <signal.h>
 #include <stdio.h>
@@ -26,7 +27,7 @@ static pid_t child;
 static void on_alarm(int sig) {
   (void)sig;
   timed_out = 1;
-  kill(child, SIGKILL);
+  kill(-child, SIGKILL); /* its whole group: a compiler driver's cc1 too, which holds the pipes */
 }
 
 int main(int argc, char **argv) {
@@ -42,10 +43,12 @@ int main(int argc, char **argv) {
     return 2;
   }
   if (child == 0) {
+    setpgid(0, 0);
     execvp(argv[3], argv + 3);
     fprintf(stderr, "measure: %s: cannot run\n", argv[3]);
     _exit(127);
   }
+  setpgid(child, child); /* also here: the alarm may come before the child ran */
   signal(SIGALRM, on_alarm);
   if (timeout > 0) alarm(timeout);
   int status = 0;

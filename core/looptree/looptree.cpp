@@ -26,7 +26,6 @@ const Part* find_rank(const std::vector<Part>& parts, int32_t rank) {
 const RankCall* Event::call_of(int32_t rank) const { return find_rank(ranks, rank); }
 const RankLoop* Loop::timing_of(int32_t rank) const { return find_rank(ranks, rank); }
 
-
 void Stat::add(int64_t x) {
   if (n == 0 || x < min) min = x;
   if (n == 0 || x > max) max = x;

@@ -51,7 +51,6 @@ bool participates(const lt::Item& item, int32_t rank) {
                         : item.event().call_of(rank) != nullptr;
 }
 
-
 size_t participant_index(const lt::Event& event, int32_t rank) {
   const lt::RankCall* c = event.call_of(rank);
   return c ? static_cast<size_t>(c - event.ranks.data()) : SIZE_MAX;

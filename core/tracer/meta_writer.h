@@ -19,7 +19,7 @@ struct MetaInfo {
   std::vector<double> work_ns_per_unit_at_finalize;  // per rank; empty before MPI_Finalize
   std::vector<double> work_ns_per_unit_in_run;       // per rank, from the probes (-1: too few)
   std::vector<double> stream_ns_per_byte;  // per rank, measured in MPI_Finalize (skeletons/stream.h)
-  std::vector<double> finalize_write_ns;   // per rank: its last block and close, in MPI_Finalize
+  std::vector<double> finalize_write_ns;   // per rank: its files' last writes and closes
   int64_t start_realtime_ns = 0;
   int64_t end_realtime_ns = 0;             // 0 until MPI_Finalize
   int64_t init_entry_ns = 0;

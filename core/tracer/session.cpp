@@ -352,8 +352,9 @@ void end_session() {
   const double ns_per_unit_in_run = s->sampler.probe_ns_per_unit();
   append_plain_record(FunctionId::MPI_Finalize, entry_ns, entry_ns);
   s->writer.close(entry_ns, s->untraced_thread_calls, s->untracked_requests);
-  // What writing the rank's last block and closing its file took: the part of a job's end
-  // that grows with its rank count when the ranks share a file system (docs/trace-format.md).
+  // What the rank's files took at the end (the last sample, the last block, closing samples.N
+  // and rank.N.pskt): the part of a job's end that grows with its rank count when the ranks
+  // share a file system (docs/trace-format.md §12).
   const double close_ns = static_cast<double>(now() - entry_ns);
   const int failing = lowest_failing_rank(s->writer.failed() || s->writer.dropped() > 0);
   if (failing == s->rank) {

@@ -3,7 +3,7 @@
 under Open MPI (oversubscribed, set to yield when idle), traced, merged, turned into a skeleton
 and predicted. Checks that every stage completes at that size, that the skeleton's peers are
 rules of the rank and not per-rank tables, and reports
-what each rank's MPI_Finalize spent writing its trace file (meta.json finalize_write_ns:
+what each rank's MPI_Finalize spent on its trace files (meta.json finalize_write_ns:
 docs/trace-format.md §12). Skipped, saying why, on a machine without the memory for 128
 processes."""
 import json
@@ -52,7 +52,7 @@ class LargeRuns(unittest.TestCase):
         self.assertEqual(len(list(out.glob("rank.*.pskt"))), ranks)
         writes = [ns / 1e3 for ns in meta["finalize_write_ns"]]
         self.assertEqual(len(writes), ranks)
-        print(f"\n  {ranks} ranks: MPI_Finalize's trace write per rank: median "
+        print(f"\n  {ranks} ranks: MPI_Finalize's trace files per rank: median "
               f"{statistics.median(writes):.0f} us, max {max(writes):.0f} us, "
               f"{meta['records']} records", flush=True)
         return out

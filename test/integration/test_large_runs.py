@@ -1,18 +1,16 @@
 #!/usr/bin/env python3
-"""The largest real runs this machine allows: the stencil test program at 64 and 128 ranks
-under Open MPI (oversubscribed, set to yield when idle), traced, merged, turned into a skeleton
-and predicted. Checks that every stage completes at that size, that the skeleton's peers are
-rules of the rank and not per-rank tables, and reports
-what each rank's MPI_Finalize spent on its trace files (meta.json finalize_write_ns:
-docs/trace-format.md §12). Skipped, saying why, on a machine without the memory for 128
-processes."""
+"""The largest real run this machine allows: the stencil test program at 128 ranks under
+Open MPI (oversubscribed, set to yield when idle), traced, merged, turned into a skeleton and
+predicted. Checks that every stage completes at that size and that the skeleton's peers are
+rules of the rank, not per-rank tables; reports what each rank's MPI_Finalize spent on its
+trace files (meta.json finalize_write_ns: docs/trace-format.md §12). Skipped, saying why, on
+a machine without the memory for 128 processes."""
 import json
 import pathlib
 import re
 import shutil
 import statistics
 import tempfile
-import time
 import unittest
 
 from testlib import APPS, PSKEL, launcher, run
@@ -57,8 +55,7 @@ class LargeRuns(unittest.TestCase):
               f"{meta['records']} records", flush=True)
         return out
 
-    def test_64_and_128_ranks_traced_merged_skeletonised_predicted(self):
-        self.trace(64)
+    def test_128_ranks_traced_merged_skeletonised_predicted(self):
         trace = self.trace(128)
 
         r = run([PSKEL, "compress", trace, "--json"], timeout=600)
@@ -78,17 +75,13 @@ class LargeRuns(unittest.TestCase):
         self.assertIn("MPI_PROC_NULL", source)  # the grid's edges, as rules
         print(f"  skeleton.c at 128 ranks: {len(source)} bytes", flush=True)
 
-        start = time.monotonic()
-        r = run(launcher("openmpi", 128) + [STENCIL] + ARGS, timeout=900)
-        original = time.monotonic() - start
-        self.assertEqual(r.returncode, 0, r.stderr)
+        # The original is not run beside it: at 64 ranks a core, a comparison says nothing of
+        # accuracy (test/bench/accuracy measures that), and the run costs CI time.
         r = run([PSKEL, "predict", skeleton, "--repeat", "1", "--json"], timeout=900)
         self.assertEqual(r.returncode, 0, r.stderr)
         predicted = json.loads(r.stdout)["predicted_seconds"]
         self.assertGreater(predicted, 0)
-        print(f"  128 ranks on this machine's cores: original {original:.1f} s, predicted "
-              f"{predicted:.1f} s (launch included; oversubscribed, so a smoke figure)",
-              flush=True)
+        print(f"  128 ranks predicted: {predicted:.1f} s (launch included)", flush=True)
 
 
 if __name__ == "__main__":

@@ -104,7 +104,7 @@ Subcommand add_compress_command(CLI::App& app) {
       "The compressed length counts the events (symbols) left in the folded tree; loop markers\n"
       "are not counted.\n"
       "--json keys with DIR: merged_events, compressed_length, main_loop, merge_seconds,\n"
-      "  compress_seconds.\n"
+      "  merge_groups (groups of ranks that behave alike, aligned as one), compress_seconds.\n"
       "--json keys with --symbols: input_length, compressed_length, compress_seconds, rounds,\n"
       "  repetitions_found, folds, tree (symbols as integers, loops as\n"
       "  {\"iterations\": N, \"body\": [...]}), and text with --show.");

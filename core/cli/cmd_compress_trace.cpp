@@ -72,6 +72,7 @@ int compress_trace_dir(const CompressTraceArgs& args) {
         {"compressed_length", compressed},
         {"main_loop", main_json},
         {"merge_seconds", merge_seconds},
+        {"merge_groups", merge_stats.groups},
         {"compress_seconds", compress_seconds},
         {"annotate_seconds", annotate_seconds},
         {"rounds", compress_stats.rounds},
@@ -91,7 +92,8 @@ int compress_trace_dir(const CompressTraceArgs& args) {
   if (main.loop != nullptr)
     fmt::print("main loop          {} iterations of {} events\n", main.loop->iterations,
                main.events_per_iteration);
-  fmt::print("merge              {:.3f} s\n", merge_seconds);
+  fmt::print("merge              {:.3f} s ({} groups of ranks that behave alike)\n",
+             merge_seconds, merge_stats.groups);
   fmt::print("compress           {:.3f} s ({} rounds)\n", compress_seconds, compress_stats.rounds);
   return 0;
 }

@@ -53,6 +53,11 @@
 //   neighbour: rank 1 pulls its backward sends forward into rank 0's forward Send events,
 //   and the merge keeps the busiest rank's length.
 //
+// Ranks that behave alike (alike.cpp) are aligned as one group: its leader steps for all its
+// members and counts for as many ranks in holders, pulls and majorities, so every event is
+// the one the ranks aligned one by one would give (test/unit/merge_test.cpp checks it), and n
+// below is the number of groups, except in emitting parts.
+//
 // Each step advances at least one rank, so every event record lands in exactly one event.
 // Cost: O(n) per step when all ranks match; at a mismatch O(n·min(c, m)) for c candidates
 // (each rank finds the next call of each shape through a chain of next occurrences built
@@ -71,6 +76,38 @@
 
 namespace pskel::merge::detail {
 
+uint64_t pull_channel(const RankView& v, size_t p, int32_t world_size) {
+  const uint32_t shape = v.shape[p];
+  const uint64_t comm = shape & 0xFFFF;
+  switch (role_of(static_cast<uint16_t>(shape >> 16))) {
+    case Role::send:
+    case Role::send_post:
+    case Role::exchange:
+      return (uint64_t{1} << 48) | (comm << 32) | (v.peers[p] >> 32);
+    case Role::recv:
+    case Role::recv_post:
+      return (uint64_t{2} << 48) | (comm << 32) | (v.peers[p] & 0xFFFFFFFF);
+    case Role::start: {
+      uint64_t channel = 0;
+      for_each_request(v, v.order[p], [&](int64_t id) {
+        if (channel != 0) return;
+        const trace::Record* c = v.creator_of(id);
+        if (!c) {
+          channel = (uint64_t{3} << 48) | static_cast<uint32_t>(id);
+          return;
+        }
+        const uint64_t peers = wrapped_peers(*c, v.rank, world_size);
+        channel = c->source != trace::kNoRank
+                      ? (uint64_t{2} << 48) | (uint64_t{c->comm} << 32) | (peers & 0xFFFFFFFF)
+                      : (uint64_t{1} << 48) | (uint64_t{c->comm} << 32) | (peers >> 32);
+      });
+      return channel;
+    }
+    default:
+      return 0;
+  }
+}
+
 namespace {
 
 inline constexpr uint32_t kNone = UINT32_MAX;
@@ -85,10 +122,13 @@ class Aligner {
   void run() {
     size_t longest = 0, total = 0;
     for (const RankView& v : views_) {
-      index_occurrences(v);
-      if (!v.order.empty()) active_.push_back(v.rank);
       longest = std::max(longest, v.order.size());
       total += v.order.size();
+      if (v.group != v.rank) continue;  // a member moves with its group's leader
+      index_occurrences(v);
+      if (v.order.empty()) continue;
+      active_.push_back(v.rank);
+      active_weight_ += weight(v.rank);
     }
     out_.events.reserve(longest);
     out_.parts.reserve(total);
@@ -118,7 +158,7 @@ class Aligner {
     uint32_t shape;
     bool collective;   // made by every member of its communicator
     bool splits;       // a rank that awaits it cannot pull it
-    uint32_t holders;  // ranks at it now
+    uint32_t holders;  // ranks at it now (a group's leader counts for its members)
     uint32_t pulls;    // ranks that would pull it
     size_t awaited;    // smallest distance at which a rank not at it has it; 0: none
     uint8_t in_ref;    // 0: the reference rank does not have it within m calls, 1: the
@@ -148,6 +188,8 @@ class Aligner {
   const RankView& view(int32_t r) const { return views_[static_cast<size_t>(r)]; }
   Cursor& cursor(int32_t r) { return ranks_[static_cast<size_t>(r)]; }
   size_t pos(int32_t r) { return cursor(r).pos; }
+  // The ranks a leader stands for: what it counts for in holders, pulls and majorities.
+  uint32_t weight(int32_t r) const { return static_cast<uint32_t>(view(r).members.size()); }
   uint32_t current(int32_t r) { return view(r).shape[pos(r)]; }
   uint64_t peers(int32_t r) { return view(r).peers[pos(r)]; }
   // Calls rank r has left: not before its current one, not pulled.
@@ -182,27 +224,62 @@ class Aligner {
     e.function = static_cast<uint16_t>(shape >> 16);
     e.first_part = static_cast<uint32_t>(out_.parts.size());
     bool finished = false;
+    size_t groups = 0;
     for (int32_t r : active_) {
       Cursor& c = cursor(r);
       const RankView& v = view(r);
       if (c.held) {
         c.held = false;
       } else if (c.pull_at != kNone) {
-        out_.parts.push_back({r, v.order[c.pull_at]});
+        add_parts(r, c.pull_at);
+        ++groups;
         c.taken[c.pull_at] = 1;
         ++c.taken_ahead;
         c.pull_at = kNone;
-        ++stats_.pulled;
+        stats_.pulled += weight(r);
       } else if (v.shape[c.pos] == shape) {
-        out_.parts.push_back({r, v.order[c.pos]});
+        add_parts(r, c.pos);
+        ++groups;
         for (++c.pos; c.pos < c.taken.size() && c.taken[c.pos]; ++c.pos) --c.taken_ahead;
         finished = finished || c.pos == v.order.size();
       }
     }
     e.part_count = static_cast<uint32_t>(out_.parts.size()) - e.first_part;
+    if (groups > 1 && e.part_count > groups) order_by_rank(e.first_part);
     out_.events.push_back(e);
     if (finished)
-      std::erase_if(active_, [&](int32_t r) { return pos(r) == view(r).order.size(); });
+      std::erase_if(active_, [&](int32_t r) {
+        if (pos(r) != view(r).order.size()) return false;
+        active_weight_ -= weight(r);
+        return true;
+      });
+  }
+
+  // The parts of every member of leader r's group at position `at` (the same for all).
+  void add_parts(int32_t r, size_t at) {
+    for (int32_t m : view(r).members) out_.parts.push_back({m, view(m).order[at]});
+  }
+
+  // Puts the parts from `first` on in ascending rank: each group's are, but groups interleave
+  // (a stencil's interior ranks and its edges). By a pass over the ranks when the event holds
+  // an eighth of them or more, else by sorting: O(parts) either way but for the log factor of
+  // a small sort.
+  void order_by_rank(size_t first) {
+    const auto begin = out_.parts.begin() + static_cast<std::ptrdiff_t>(first);
+    const auto end = out_.parts.end();
+    const size_t count = static_cast<size_t>(end - begin);
+    if (8 * count < views_.size()) {
+      std::sort(begin, end, [](const Part& a, const Part& b) { return a.rank < b.rank; });
+      return;
+    }
+    if (slot_.empty()) slot_.assign(views_.size(), kNone);
+    for (auto it = begin; it != end; ++it) slot_[static_cast<size_t>(it->rank)] = it->record;
+    auto out = begin;
+    for (size_t r = 0; r < slot_.size(); ++r)
+      if (slot_[r] != kNone) {
+        *out++ = {static_cast<int32_t>(r), slot_[r]};
+        slot_[r] = kNone;
+      }
   }
 
   // Whether two calls of one shape can be one statement's: each of their peer codes (wrapped
@@ -228,18 +305,19 @@ class Aligner {
   // Returns whether it held a rank. O(n) when all agree, O(n·m) at worst.
   bool hold_strays(uint32_t shape) {
     holders_.clear();
-    size_t busiest = 0, most = 0;
+    size_t busiest = 0, most = 0, holding = 0;
     for (int32_t r : active_) {
       if (cursor(r).pull_at != kNone || current(r) != shape) continue;
       const size_t calls = left(r);
       if (holders_.empty() || calls > most) busiest = holders_.size(), most = calls;
       holders_.push_back({r, peers(r)});
+      holding += weight(r);
     }
-    if (holders_.size() < 3) return false;
+    if (holding < 3) return false;
     const uint64_t majority = holders_[busiest].second;
     size_t strays = 0;
-    for (const auto& [r, own] : holders_) strays += !peers_agree(own, majority);
-    if (strays == 0 || 2 * strays >= holders_.size()) return false;
+    for (const auto& [r, own] : holders_) strays += peers_agree(own, majority) ? 0 : weight(r);
+    if (strays == 0 || 2 * strays >= holding) return false;
     bool held = false;
     for (const auto& [r, own] : holders_)
       if (!peers_agree(own, majority) && later_with_peers(holders_[busiest].first, own))
@@ -296,7 +374,7 @@ class Aligner {
                                0, r, -1, false, false});
       }
       Candidate& cand = candidates_[c];
-      ++cand.holders;
+      cand.holders += weight(r);
       cand.peers_differ = cand.peers_differ || peers(r) != peers(cand.first_holder);
       if (r == ref_) cand.in_ref = 1;
       candidate_of_[static_cast<size_t>(r)] = c;
@@ -316,7 +394,7 @@ class Aligner {
     for (Candidate& c : candidates_) {
       const uint32_t comm = c.shape & 0xFFFF;
       if (c.collective && (comm == trace::kCommWorld || comm == trace::kNoComm) &&
-          c.holders < active_.size()) {
+          c.holders < active_weight_) {
         c.splits = true;
         if (c.awaited == 0) c.awaited = lookahead_ + 1;
       }
@@ -366,46 +444,10 @@ class Aligner {
     if (v.round[at] == v.round[here] &&
         v.peers[at] == view(cand.first_holder).peers[pos(cand.first_holder)] &&
         can_pull(r, here, at, ci)) {
-      ++cand.pulls;
+      cand.pulls += weight(r);
       found_.push_back({r, ci, at});
     } else {
       cand.splits = true;
-    }
-  }
-
-  // The channel (normalize.cpp) of rank v's call at position p, for the pull checks: from the
-  // arrays kept per position rather than from the record, so with relative, wrapped peers
-  // (keys unlike normalize.cpp's, but equal exactly when the channels are). Probes count as
-  // receives here: a pull does not pass a call on its own channel.
-  uint64_t pull_channel(const RankView& v, size_t p) const {
-    const uint32_t shape = v.shape[p];
-    const uint64_t comm = shape & 0xFFFF;
-    switch (role_of(static_cast<uint16_t>(shape >> 16))) {
-      case Role::send:
-      case Role::send_post:
-      case Role::exchange:
-        return (uint64_t{1} << 48) | (comm << 32) | (v.peers[p] >> 32);
-      case Role::recv:
-      case Role::recv_post:
-        return (uint64_t{2} << 48) | (comm << 32) | (v.peers[p] & 0xFFFFFFFF);
-      case Role::start: {
-        uint64_t channel = 0;
-        for_each_request(v, v.order[p], [&](int64_t id) {
-          if (channel != 0) return;
-          const trace::Record* c = v.creator_of(id);
-          if (!c) {
-            channel = (uint64_t{3} << 48) | static_cast<uint32_t>(id);
-            return;
-          }
-          const uint64_t peers = wrapped_peers(*c, v.rank, out_.world_size);
-          channel = c->source != trace::kNoRank
-                        ? (uint64_t{2} << 48) | (uint64_t{c->comm} << 32) | (peers & 0xFFFFFFFF)
-                        : (uint64_t{1} << 48) | (uint64_t{c->comm} << 32) | (peers >> 32);
-        });
-        return channel;
-      }
-      default:
-        return 0;
     }
   }
 
@@ -418,7 +460,7 @@ class Aligner {
     const RankView& v = view(r);
     const Cursor& c = cursor(r);
     const uint32_t index = v.order[at];
-    const uint64_t channel = pull_channel(v, at);
+    const uint64_t channel = pull_channel(v, at, out_.world_size);
     completes_.clear();
     if (role_of(v.record(index).function) == Role::completion)
       for_each_request(v, index, [&](int64_t id) { completes_.push_back(id); });
@@ -428,7 +470,7 @@ class Aligner {
       if (pull_budget_ == 0) return false;
       --pull_budget_;
       const uint32_t passed = v.order[p];
-      if (channel != 0 && pull_channel(v, p) == channel) return false;
+      if (channel != 0 && pull_channel(v, p, out_.world_size) == channel) return false;
       if (!round_shapes_.find((uint64_t{ci} << 32) | v.shape[p])) return false;
       bool posts_completed = false;
       if (!completes_.empty())
@@ -469,7 +511,9 @@ class Aligner {
   MergedTrace& out_;
   MergeStats& stats_;
   std::vector<Cursor> ranks_;          // per rank
-  std::vector<int32_t> active_;        // unfinished ranks, ascending
+  std::vector<int32_t> active_;        // unfinished groups' leaders, ascending
+  size_t active_weight_ = 0;           // ranks they stand for
+  std::vector<uint32_t> slot_;         // per rank: a part's record, or kNone (order_by_rank)
   std::vector<uint32_t> candidate_of_; // per rank: its current candidate (scratch)
   std::vector<Candidate> candidates_;  // scratch of choose()
   std::vector<std::pair<int32_t, uint64_t>> holders_;  // (rank, peers): scratch of hold_strays()

@@ -1,11 +1,12 @@
 // Internals shared by the merge's passes (gaps and entry point in merge.cpp, Algorithm 1 in
-// normalize.cpp, Algorithm 2 in align.cpp, interning in symbols.cpp): the per-rank view the
-// passes share, peer codes, and a small map cleared in O(1).
+// normalize.cpp, ranks that behave alike in alike.cpp, Algorithm 2 in align.cpp, interning in
+// symbols.cpp): the per-rank view the passes share, peer codes, and a small map cleared in O(1).
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "merge/merge.h"
@@ -65,6 +66,12 @@ struct RankView {
   std::vector<uint32_t> round;    // per position in order: its round (normalize.cpp), from 1
   uint32_t rounds = 0;            // rounds numbered so far
   std::vector<uint32_t> creator;  // request id -> index + 1 of the record that created it
+  // Ranks that behave alike (AlikeRanks) are aligned as one: `group` is the rank whose view
+  // stands for this one (itself when it leads its group), and a group's leader lists its
+  // members in `members`, itself first, ascending. A member's shape, peers and round are
+  // released: the leader's are the same.
+  int32_t group = 0;
+  std::vector<int32_t> members;
 
   const trace::Record& record(uint32_t index) const { return trace->records[index]; }
   // The aux words of record `index`; empty if the trace has no aux index for it.
@@ -96,8 +103,30 @@ void for_each_request(const RankView& v, uint32_t index, F&& f) {
 // many records end up at another position than in call order.
 uint64_t normalize(RankView& view);
 
-// Algorithm 2 over all ranks (views normalised, shape filled): appends events (symbol unset)
-// and parts to `out`.
+// The channel of rank v's call at position p (normalize.cpp's, but over the per-position
+// arrays: relative, wrapped peers), which Algorithm 2's pulls may not pass; 0 for calls of no
+// channel. Probes count as receives.
+uint64_t pull_channel(const RankView& v, size_t p, int32_t world_size);
+
+// Groups ranks that Algorithm 2 would treat alike: the same normalised calls (shape, wrapped
+// peers, rounds), the same channels and the same request ids at every position. Such ranks
+// are at the same position at every step of the alignment, so aligning their leader aligns
+// them all (a 3-D halo exchange has at most 27 groups, whatever the rank count).
+class AlikeRanks {
+ public:
+  explicit AlikeRanks(int32_t world_size) : world_size_(world_size) {}
+  // Makes views[r] (normalised, shape and peers filled, views[0..r) added) a member of the
+  // group of the first earlier rank that behaves alike, releasing its arrays, or a new group.
+  // O(calls of r) when it matches its hash's first group.
+  void add(std::vector<RankView>& views, int32_t r);
+
+ private:
+  int32_t world_size_;
+  std::unordered_map<uint64_t, std::vector<int32_t>> leaders_by_hash_;
+};
+
+// Algorithm 2 over all ranks (views normalised, shape filled, grouped: every rank a member of
+// one group, a leader of itself at least): appends events (symbol unset) and parts to `out`.
 void align(const std::vector<RankView>& views, int lookahead, MergedTrace& out,
            MergeStats& stats);
 

@@ -1,5 +1,6 @@
 // The merge's entry point: checks sizes, computes the compute gaps, runs Algorithm 1 on every
-// rank, Algorithm 2 over all of them and interns the events; and the per-rank view's helpers.
+// rank, groups the ranks that behave alike, runs Algorithm 2 over the groups and interns the
+// events; and the per-rank view's helpers.
 #include <algorithm>
 #include <limits>
 #include <stdexcept>
@@ -53,6 +54,7 @@ MergedTrace merge(const trace::TraceSet& trace, const MergeOptions& options, Mer
   MergeStats local;
   out.world_size = static_cast<int>(trace.ranks.size());
   std::vector<detail::RankView> views(trace.ranks.size());
+  detail::AlikeRanks alike(out.world_size);
   out.gap_ns.reserve(trace.ranks.size());
   for (size_t r = 0; r < trace.ranks.size(); ++r) {
     detail::RankView& v = views[r];
@@ -65,8 +67,15 @@ MergedTrace merge(const trace::TraceSet& trace, const MergeOptions& options, Mer
       v.shape.push_back(detail::shape_of(v.record(index)));
       v.peers.push_back(detail::wrapped_peers(v.record(index), v.rank, out.world_size));
     }
+    if (options.group_alike) {
+      alike.add(views, v.rank);
+    } else {
+      v.group = v.rank;
+      v.members = {v.rank};
+    }
     out.gap_ns.push_back(trace::compute_gaps(*v.trace));
   }
+  for (const detail::RankView& v : views) local.groups += v.group == v.rank;
   detail::align(views, std::max(options.lookahead, 0), out, local);
   detail::assign_symbols(views, out);
   if (stats) *stats = local;

@@ -49,6 +49,9 @@ struct MergedTrace {
 
 struct MergeOptions {
   int lookahead = 64;     // Algorithm 2's m (negative values count as 0)
+  // Align ranks that make the same calls with the same relative peers as one group. The
+  // result is the same either way; false aligns rank by rank (for tests and benchmarks).
+  bool group_alike = true;
 };
 
 struct MergeStats {
@@ -61,6 +64,8 @@ struct MergeStats {
   uint64_t forced = 0;      // mismatches whose chosen call was split from a rank that has a call
                             // of its shape within the look-ahead and could not pull it (in
                             // periodic code mostly the same statement of its next iteration)
+  uint64_t groups = 0;      // groups of ranks that behave alike, each aligned as one (the rank
+                            // count when MergeOptions::group_alike is false)
 };
 
 // Pure: reads nothing but `trace`. Events: every record whose function is not of kind meta,

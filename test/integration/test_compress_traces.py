@@ -81,6 +81,8 @@ class MergedTracesFoldIntoTheProgramsLoops(unittest.TestCase):
                              "the merged trace is as short as it can be")
             for key in ("compressed_length", "merge_seconds", "compress_seconds", "tree"):
                 self.assertIn(key, out)
+            self.assertGreaterEqual(out["merge_groups"], 1)
+            self.assertLessEqual(out["merge_groups"], ranks)
             expected = per_iteration(name, ranks)
             if expected is None:   # masterworker: who gets which task depends on timing
                 self.assertLess(out["compressed_length"], out["merged_events"])

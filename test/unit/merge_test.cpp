@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 
 #include "merge/merge.h"
+#include "merge_checks.h"
 #include "trace_builder.h"
 
 using namespace pskel::test;
@@ -72,7 +73,7 @@ void check_partition(const tr::TraceSet& set, const mg::MergedTrace& m) {
 
 mg::MergedTrace merged(const tr::TraceSet& set, mg::MergeStats* stats = nullptr,
                        int lookahead = 64) {
-  mg::MergedTrace m = mg::merge(set, {lookahead}, stats);
+  mg::MergedTrace m = merge_grouped_and_one_by_one(set, stats, lookahead);
   check_partition(set, m);
   return m;
 }
@@ -667,7 +668,10 @@ TEST_CASE("forward and backward pipeline sweeps: each rank's call joins its own 
 // path would), and ranks skip statements at random.
 namespace {
 
-tr::TraceSet random_program(std::mt19937& rng, int32_t n, bool reorder, bool skip_all_but_0) {
+// kinds > 0: rank r orders and skips as rank r % kinds does, so that ranks are alike in groups.
+tr::TraceSet random_program(std::mt19937& rng, int32_t n, bool reorder, bool skip_all_but_0,
+                            int32_t kinds = 0) {
+  const auto like = [kinds](int32_t r) { return static_cast<size_t>(kinds > 0 ? r % kinds : r); };
   std::uniform_int_distribution<int> kind(0, 5), coin(0, 3), statements(3, 9);
   std::vector<int> program(static_cast<size_t>(statements(rng)));
   for (int& k : program) k = kind(rng);
@@ -687,11 +691,11 @@ tr::TraceSet random_program(std::mt19937& rng, int32_t n, bool reorder, bool ski
       for (int32_t r = 0; r < n; ++r) {
         RankBuilder& b = ranks[static_cast<size_t>(r)];
         // Collectives are made by every member of their communicator (comm 2: ranks 0, 1).
-        const bool skip = program[s] == 5 ? r >= 2
-                          : skip_all_but_0 ? skips[static_cast<size_t>(r)][s]
-                                           : program[s] >= 2 && coin(rng) == 0;
+        const bool skip = program[s] == 5                  ? r >= 2
+                          : skip_all_but_0 || kinds > 0 ? skips[like(r)][s]
+                                                        : program[s] >= 2 && coin(rng) == 0;
         if (skip) continue;
-        const bool flip = flipped[static_cast<size_t>(r)][s];
+        const bool flip = flipped[like(r)][s];
         const int32_t right = mod(r + 1, n), left = mod(r - 1, n);
         switch (program[s]) {
           case 0: b.collective(Fn::MPI_Allreduce, it + 1, tr::kNoRank, tr::Op::sum); break;
@@ -743,6 +747,19 @@ TEST_CASE("property: ranks that only skip calls merge to the busiest rank's leng
     const tr::TraceSet set = random_program(rng, 2 + trial % 7, false, true);
     const mg::MergedTrace m = merged(set);
     CHECK(m.events.size() == busiest(set));
+  }
+}
+
+// Ranks in a few kinds, each kind with its own skips and orders: the merge aligns each group
+// of alike ranks as one, and gives what aligning them one by one gives (merged() checks it).
+TEST_CASE("property: ranks alike in groups merge as the ranks one by one do") {
+  std::mt19937 rng(4242);
+  for (int trial = 0; trial < 200; ++trial) {
+    CAPTURE(trial);
+    const int32_t n = 3 + trial % 22, kinds = 1 + trial % 4;
+    const tr::TraceSet set = random_program(rng, n, trial % 2 == 0, false, kinds);
+    const mg::MergedTrace m = merged(set, nullptr, trial % 5 == 0 ? 3 : 64);
+    CHECK(m.events.size() >= busiest(set));
   }
 }
 

@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include "merge/merge.h"
+#include "merge_checks.h"
 #include "synthetic_trace.h"
 
 using namespace pskel::test;
@@ -91,4 +92,29 @@ TEST_CASE("the merge sees a 3-D halo with MPI_PROC_NULL edges as one sequence ev
   const pskel::merge::MergedTrace merged = pskel::merge::merge(set);
   CHECK(merged.events.size() == set.ranks[0].records.size());
   for (const auto& e : merged.events) CHECK(e.part_count == 64);
+}
+
+TEST_CASE("group merge: every pattern merges as its ranks one by one do, in few groups") {
+  struct Case {
+    Pattern pattern;
+    int32_t ranks;
+    uint64_t groups;
+  };
+  // A 3-D halo's ranks differ only by which faces of the grid they touch: 27 kinds at most
+  // (3 x 2 x 2 ranks touch faces everywhere). A wavefront's 8 x 8 grid has corners, edges and an
+  // interior: 9. A master's workers are alike by their offset from their master.
+  const Case cases[] = {
+      {Pattern::halo3d, 1, 1},         {Pattern::halo3d, 12, 12},
+      {Pattern::halo3d, 64, 27},       {Pattern::halo3d, 512, 27},
+      {Pattern::halo3d_skip, 64, 27},  {Pattern::halo3d_skip, 130, 9},
+      {Pattern::transpose, 64, 1},     {Pattern::wavefront, 64, 9},
+      {Pattern::master_worker, 130, 67}};
+  for (const Case& c : cases) {
+    CAPTURE(kPatternNames[static_cast<size_t>(c.pattern)]);
+    CAPTURE(c.ranks);
+    const tr::TraceSet set = synthetic_set(c.pattern, c.ranks, 300);
+    pskel::merge::MergeStats stats;
+    merge_grouped_and_one_by_one(set, &stats);
+    CHECK(stats.groups == c.groups);
+  }
 }

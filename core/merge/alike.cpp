@@ -1,0 +1,83 @@
+// Ranks that behave alike: the groups Algorithm 2 aligns as one. In an SPMD job most ranks
+// make the same calls with the same relative peers (a stencil's interior ranks, all ranks of
+// an all-to-all), so the alignment's per-step work falls from the rank count to the group
+// count, and a member's per-position arrays are freed as soon as it is grouped.
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "merge/internal.h"
+
+namespace pskel::merge::detail {
+
+namespace {
+
+// What Algorithm 2's pull checks read of a position besides shape, peers and round: its
+// channel where the record must be looked at (a Start's comes from its requests' creators), and
+// the request ids it creates, starts or completes (a pull may not pass the post of a request
+// it completes). Calls f(word) for each.
+template <class F>
+void for_each_pull_word(const RankView& v, size_t p, int32_t world_size, F&& f) {
+  if (role_of(static_cast<uint16_t>(v.shape[p] >> 16)) == Role::start)
+    f(pull_channel(v, p, world_size));
+  for_each_request(v, v.order[p], [&](int64_t id) { f(static_cast<uint64_t>(id)); });
+}
+
+uint64_t mix(uint64_t h, uint64_t word) {
+  h ^= word + 0x9E3779B97F4A7C15ULL + (h << 6) + (h >> 2);
+  return h;
+}
+
+uint64_t alike_hash(const RankView& v, int32_t world_size) {
+  uint64_t h = v.shape.size();
+  for (size_t p = 0; p < v.shape.size(); ++p) {
+    h = mix(h, (uint64_t{v.shape[p]} << 32) | v.round[p]);
+    h = mix(h, v.peers[p]);
+    for_each_pull_word(v, p, world_size, [&](uint64_t word) { h = mix(h, word); });
+  }
+  return h;
+}
+
+bool behave_alike(const RankView& a, const RankView& b, int32_t world_size) {
+  if (a.shape != b.shape || a.peers != b.peers || a.round != b.round) return false;
+  std::vector<uint64_t> words;
+  for (size_t p = 0; p < a.shape.size(); ++p) {
+    words.clear();
+    for_each_pull_word(a, p, world_size, [&](uint64_t word) { words.push_back(word); });
+    size_t i = 0;
+    bool same = true;
+    for_each_pull_word(b, p, world_size, [&](uint64_t word) {
+      same = same && i < words.size() && words[i] == word;
+      ++i;
+    });
+    if (!same || i != words.size()) return false;
+  }
+  return true;
+}
+
+template <class T>
+void release(std::vector<T>& v) {
+  std::vector<T>().swap(v);
+}
+
+}  // namespace
+
+void AlikeRanks::add(std::vector<RankView>& views, int32_t r) {
+  RankView& v = views[static_cast<size_t>(r)];
+  std::vector<int32_t>& leaders = leaders_by_hash_[alike_hash(v, world_size_)];
+  for (int32_t leader : leaders) {
+    RankView& lead = views[static_cast<size_t>(leader)];
+    if (!behave_alike(lead, v, world_size_)) continue;
+    v.group = leader;
+    lead.members.push_back(r);
+    release(v.shape);
+    release(v.peers);
+    release(v.round);
+    return;
+  }
+  leaders.push_back(r);
+  v.group = r;
+  v.members = {r};
+}
+
+}  // namespace pskel::merge::detail

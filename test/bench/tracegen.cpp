@@ -17,6 +17,7 @@
 #include "synthetic_trace.h"
 #include "trace/gaps.h"
 #include "trace/reader.h"
+#include "trace_fields.h"
 #include "trace_writer.h"
 
 namespace {
@@ -44,11 +45,6 @@ GapSource gaps_from(const std::string& dir) {
     std::exit(1);
   }
   return GapSource(std::move(samples));
-}
-
-void copy_text(char* to, size_t size, const std::string& text) {
-  std::strncpy(to, text.c_str(), size - 1);
-  to[size - 1] = '\0';
 }
 
 }  // namespace
@@ -98,20 +94,17 @@ int main(int argc, char** argv) {
   int64_t end_ns = 0;
   for (int32_t r = 0; r < ranks; ++r) {
     const tr::RankTrace rank = pskel::test::synthetic_rank(*pattern, r, ranks, events, seed, gaps);
-    tr::FileHeader h{};
-    std::memcpy(h.magic, tr::kFileMagic, sizeof h.magic);
-    h.version = tr::kFormatVersion;
-    h.header_bytes = sizeof h;
-    h.record_bytes = sizeof(tr::Record);
-    h.rank = r;
-    h.world_size = ranks;
-    h.flavour = meta.flavour;
-    h.base_realtime_ns = kBaseRealtimeNs;
-    h.work_ns_per_unit = kWorkNsPerUnit;
-    h.pid = static_cast<uint32_t>(1000 + r % ranks_per_node);
-    copy_text(h.run_id, sizeof h.run_id, run_id);
     const std::string host = fmt::format("node{:05}", r / ranks_per_node);
-    copy_text(h.hostname, sizeof h.hostname, host);
+    pskel::test::HeaderFields fields;
+    fields.rank = r;
+    fields.world_size = ranks;
+    fields.flavour = tr::Flavour::mpich;
+    fields.base_realtime_ns = kBaseRealtimeNs;
+    fields.work_ns_per_unit = kWorkNsPerUnit;
+    fields.pid = static_cast<uint32_t>(1000 + r % ranks_per_node);
+    fields.run_id = run_id;
+    fields.hostname = host;
+    const tr::FileHeader h = pskel::test::file_header(fields);
     std::memcpy(meta.hosts.data() + static_cast<size_t>(r) * 64, host.data(), host.size());
 
     pskel::tracer::TraceWriter writer;

@@ -1,7 +1,6 @@
 // The synthetic traces of test/bench/tracegen (synthetic_trace.h): every message sent is
 // received, ranks are reproducible, and the merge sees the regular patterns as regular.
 #include <cstdint>
-#include <cstring>
 #include <map>
 #include <tuple>
 
@@ -10,6 +9,7 @@
 #include "merge/merge.h"
 #include "merge_checks.h"
 #include "synthetic_trace.h"
+#include "trace_fields.h"
 
 using namespace pskel::test;
 
@@ -74,14 +74,11 @@ TEST_CASE("a synthetic rank depends only on its arguments") {
   const auto b = synthetic_rank(Pattern::master_worker, 5, 100, 500, 3, GapSource());
   const auto c = synthetic_rank(Pattern::master_worker, 5, 100, 500, 4, GapSource());
   REQUIRE(a.records.size() == b.records.size());
-  auto equal = [](const tr::Record& x, const tr::Record& y) {
-    return std::memcmp(&x, &y, sizeof x) == 0;
-  };
   bool same = true, other_seed_differs = false;
   for (size_t i = 0; i < a.records.size(); ++i) {
-    same = same && equal(a.records[i], b.records[i]);
+    same = same && a.records[i] == b.records[i];
     other_seed_differs =
-        other_seed_differs || i >= c.records.size() || !equal(a.records[i], c.records[i]);
+        other_seed_differs || i >= c.records.size() || a.records[i] != c.records[i];
   }
   CHECK(same);
   CHECK(other_seed_differs);

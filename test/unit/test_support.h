@@ -19,17 +19,12 @@
 
 #include <doctest/doctest.h>
 
+#include "trace_fields.h"
 #include "trace/format.h"
 #include "trace/functions.h"
 #include "trace_writer.h"
 #include "util/crc32c.h"
 
-// Records have no padding (format.h asserts their size), so bytewise equality is field equality.
-namespace pskel::trace {
-inline bool operator==(const Record& a, const Record& b) {
-  return std::memcmp(&a, &b, sizeof a) == 0;
-}
-}  // namespace pskel::trace
 
 namespace doctest {
 template <>
@@ -74,27 +69,13 @@ class TempDir {
   std::string path_;
 };
 
-inline void copy_str(char* dst, size_t size, std::string_view s) {
-  std::memset(dst, 0, size);
-  std::memcpy(dst, s.data(), s.size() < size ? s.size() : size);
-}
-
 inline tr::FileHeader make_header(int32_t rank = 0, int32_t world_size = 1,
                                   std::string_view run_id = "run-0123456789abcdef") {
-  tr::FileHeader h{};
-  std::memcpy(h.magic, tr::kFileMagic, sizeof h.magic);
-  h.version = tr::kFormatVersion;
-  h.header_bytes = sizeof(tr::FileHeader);
-  h.record_bytes = sizeof(tr::Record);
-  h.rank = rank;
-  h.world_size = world_size;
-  h.flavour = static_cast<uint32_t>(tr::Flavour::openmpi);
-  h.base_realtime_ns = 1'700'000'000'123'456'789;
-  h.work_ns_per_unit = 3.25;
-  h.pid = 4242;
-  copy_str(h.run_id, sizeof h.run_id, run_id);
-  copy_str(h.hostname, sizeof h.hostname, "node017.cluster");
-  return h;
+  HeaderFields fields;
+  fields.rank = rank;
+  fields.world_size = world_size;
+  fields.run_id = run_id;
+  return file_header(fields);
 }
 
 inline uint16_t fid(tr::FunctionId f) { return static_cast<uint16_t>(f); }

@@ -92,8 +92,8 @@ int compress_trace_dir(const CompressTraceArgs& args) {
   if (main.loop != nullptr)
     fmt::print("main loop          {} iterations of {} events\n", main.loop->iterations,
                main.events_per_iteration);
-  fmt::print("merge              {:.3f} s ({} groups of ranks that behave alike)\n",
-             merge_seconds, merge_stats.groups);
+  fmt::print("merge              {:.3f} s ({} {} of ranks that behave alike)\n", merge_seconds,
+             merge_stats.groups, merge_stats.groups == 1 ? "group" : "groups");
   fmt::print("compress           {:.3f} s ({} rounds)\n", compress_seconds, compress_stats.rounds);
   return 0;
 }

@@ -28,12 +28,6 @@ struct PlaceOptions {
   bool json = false;
 };
 
-// A usage error found after parsing: like CLI11's own, exit 2.
-int usage_error(const std::string& line) {
-  fail(line);
-  return 2;
-}
-
 std::string check_hosts(const PlaceOptions& opt) {
   if (opt.hosts.empty()) return {};
   if (static_cast<int>(opt.hosts.size()) != opt.nodes)

@@ -2,7 +2,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <optional>
 #include <cstring>
 #include <fmt/format.h>
 
@@ -14,6 +16,7 @@
 #include "timeline/timeline.h"
 #include "trace/reader.h"
 #include "trace/samples.h"
+#include "util/text.h"
 
 namespace pskel::cli {
 
@@ -41,12 +44,48 @@ std::string write_file_replacing(const std::string& path, const std::string& tex
   return "";
 }
 
+namespace {
+
+// "0-15,100,200-203" as ascending ranks without repeats; nullopt unless every item is a rank or
+// a range a-b with a <= b (ranks below 2^24).
+std::optional<std::vector<int>> parse_rank_list(const std::string& text) {
+  std::vector<int> out;
+  size_t at = 0;
+  const auto number = [&](long& value) {
+    const size_t begin = at;
+    value = 0;
+    while (at < text.size() && text[at] >= '0' && text[at] <= '9' && value < (1L << 24))
+      value = value * 10 + (text[at++] - '0');
+    return at > begin && value < (1L << 24);
+  };
+  while (true) {
+    long first = 0, last = 0;
+    if (!number(first)) return std::nullopt;
+    last = first;
+    if (at < text.size() && text[at] == '-') {
+      ++at;
+      if (!number(last) || last < first) return std::nullopt;
+    }
+    for (long r = first; r <= last; ++r) out.push_back(static_cast<int>(r));
+    if (out.size() > (size_t{1} << 20)) return std::nullopt;
+    if (at == text.size()) break;
+    if (text[at++] != ',') return std::nullopt;
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+}  // namespace
+
 Subcommand add_timeline_command(CLI::App& app) {
   struct Options {
     std::string dir;
     std::string output;
     std::string format = "html";
     bool json = false;
+    std::string ranks;
+    size_t max_lanes = timeline::PageOptions{}.max_lanes;
   };
   auto opt = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
@@ -58,9 +97,29 @@ Subcommand add_timeline_command(CLI::App& app) {
                   "html: a self-contained page; perfetto: Chrome trace-event JSON for "
                   "ui.perfetto.dev and chrome://tracing")
       ->check(CLI::IsMember({"html", "perfetto"}));
+  cmd->add_option("--ranks", opt->ranks,
+                  "With more ranks than --max-lanes: the ranks whose calls the page draws, "
+                  "e.g. 0-15,4096 (default: 0-15); all ranks are drawn in groups above them")
+      ->type_name("LIST");
+  cmd->add_option("--max-lanes", opt->max_lanes,
+                  "Most ranks whose every call the page draws (default 256); a job of more is "
+                  "drawn in groups of ranks, and the calls of the --ranks")
+      ->check(CLI::Range(size_t{1}, size_t{4096}));
   cmd->add_flag("--json", opt->json,
                 "Print what was written as JSON (output, format, ranks, nodes, calls, samples)");
   return {cmd, [opt]() {
+    timeline::PageOptions page;
+    page.max_lanes = opt->max_lanes;
+    if (!opt->ranks.empty()) {
+      auto ranks = parse_rank_list(opt->ranks);
+      if (!ranks)
+        return usage_error(fmt::format("--ranks {}: not a list of ranks and ranges (0-15,4096)",
+                                       one_line(opt->ranks, 80)));
+      if (ranks->size() > opt->max_lanes)
+        return usage_error(fmt::format("--ranks: {} ranks, more than --max-lanes ({})",
+                                       ranks->size(), opt->max_lanes));
+      page.ranks = std::move(*ranks);
+    }
     auto trace = trace::read_trace_dir(opt->dir);
     if (!trace) return fail(trace.error().line());
     const trace::TraceSet& set = trace.value();
@@ -75,17 +134,25 @@ Subcommand add_timeline_command(CLI::App& app) {
     }
     const timeline::Timeline t = timeline::build_timeline(set, samples);
     const std::string text =
-        opt->format == "perfetto" ? timeline::perfetto_json(t) : timeline::timeline_page(t);
+        opt->format == "perfetto" ? timeline::perfetto_json(t) : timeline::timeline_page(t, page);
     const std::string problem = write_file_replacing(opt->output, text);
     if (!problem.empty()) return fail(fmt::format("{}: cannot write: {}", opt->output, problem));
+    // Perfetto's JSON holds every rank: it has its own way to fold threads away.
+    const timeline::PageLayout layout =
+        opt->format == "html" ? timeline::page_layout(t, page) : timeline::PageLayout{};
     if (opt->json) {
       const nlohmann::json out = {
           {"output", opt->output},          {"format", opt->format},
           {"ranks", t.lanes.size()},        {"nodes", t.nodes.size()},
           {"calls", timeline::call_count(t)}, {"ranks_with_samples", ranks_with_samples},
-          {"bytes_written", text.size()},
+          {"bytes_written", text.size()},   {"groups", layout.groups},
+          {"group_size", layout.group_size}, {"ranks_drawn", layout.lanes},
       };
       fmt::print("{}\n", json_text(out, 2));
+    } else if (layout.groups > 0) {
+      fmt::print("wrote {} ({}, {} ranks in {} groups of {}, the calls of {} of them, {} bytes)\n",
+                 opt->output, opt->format, t.lanes.size(), layout.groups, layout.group_size,
+                 layout.lanes.size(), text.size());
     } else {
       fmt::print("wrote {} ({}, {} ranks, {} calls, {} bytes)\n", opt->output, opt->format,
                  t.lanes.size(), timeline::call_count(t), text.size());

@@ -55,5 +55,7 @@ std::string first_holding(const std::string& name, const std::vector<std::string
 
 // Prints "pskel: <line>" on stderr and returns 1: the answer to bad input.
 int fail(const std::string& line);
+// The same line for a usage error found after parsing; returns 2, like CLI11's own.
+int usage_error(const std::string& line);
 
 }  // namespace pskel::cli

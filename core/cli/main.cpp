@@ -21,6 +21,11 @@ int fail(const std::string& line) {
   return 1;
 }
 
+int usage_error(const std::string& line) {
+  fail(line);
+  return 2;
+}
+
 }  // namespace pskel::cli
 
 int main(int argc, char** argv) {

@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "timeline/aggregate.h"
+#include "timeline/groups.h"
 #include "timeline/page_assets.h"
 
 namespace pskel::timeline {
@@ -49,10 +51,11 @@ std::map<uint16_t, int> function_indexes(const Timeline& t) {
   return index;
 }
 
-void write_lane(Out out, const Lane& lane, const std::vector<RankUsage>& usage,
+// `node`: the lane's node's index among the nodes the page holds.
+void write_lane(Out out, const Lane& lane, int node, const std::vector<RankUsage>& usage,
                 const std::map<uint16_t, int>& fn, int64_t span_ns) {
   const auto& calls = lane.calls;
-  fmt::format_to(out, "{{\"rank\":{},\"node\":{},\"begin\":{},\"end\":{},", lane.rank, lane.node,
+  fmt::format_to(out, "{{\"rank\":{},\"node\":{},\"begin\":{},\"end\":{},", lane.rank, node,
                  lane.begin_ns, lane.end_ns);
   write_array(out, "start", calls, [](const Call& c) { return c.start_ns; }, true);
   *out++ = ',';
@@ -104,6 +107,30 @@ void write_node(Out out, const Node& node) {
   *out++ = '}';
 }
 
+std::string base64(const std::vector<uint8_t>& bytes) {
+  static constexpr char kDigits[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    const uint32_t a = bytes[i];
+    const uint32_t b = i + 1 < bytes.size() ? bytes[i + 1] : 0;
+    const uint32_t c = i + 2 < bytes.size() ? bytes[i + 2] : 0;
+    const uint32_t word = (a << 16) | (b << 8) | c;
+    out += kDigits[(word >> 18) & 63];
+    out += kDigits[(word >> 12) & 63];
+    out += i + 1 < bytes.size() ? kDigits[(word >> 6) & 63] : '=';
+    out += i + 2 < bytes.size() ? kDigits[word & 63] : '=';
+  }
+  return out;
+}
+
+void write_groups(Out out, const GroupSummary& g) {
+  fmt::format_to(out,
+                 "{{\"size\":{},\"count\":{},\"buckets\":{},\"bucket_ns\":{},\"share\":\"{}\"}}",
+                 g.group_size, g.groups, g.buckets, g.bucket_ns, base64(g.share));
+}
+
 void replace_all(std::string& text, std::string_view marker, std::string_view with) {
   const size_t at = text.find(marker);
   if (at != std::string::npos) text.replace(at, marker.size(), with);
@@ -111,7 +138,25 @@ void replace_all(std::string& text, std::string_view marker, std::string_view wi
 
 }  // namespace
 
-std::string page_data(const Timeline& t) {
+PageLayout page_layout(const Timeline& t, const PageOptions& options) {
+  PageLayout layout;
+  const int n = static_cast<int>(t.lanes.size());
+  if (t.lanes.size() <= options.max_lanes) {
+    for (int r = 0; r < n; ++r) layout.lanes.push_back(r);
+    return layout;
+  }
+  layout.group_size = group_size_for(n, options.max_groups);
+  layout.groups = (n + layout.group_size - 1) / layout.group_size;
+  if (options.ranks.empty())
+    for (int r = 0; r < n && r < 16; ++r) layout.lanes.push_back(r);
+  for (int r : options.ranks)
+    if (r >= 0 && r < n) layout.lanes.push_back(r);
+  std::sort(layout.lanes.begin(), layout.lanes.end());
+  layout.lanes.erase(std::unique(layout.lanes.begin(), layout.lanes.end()), layout.lanes.end());
+  return layout;
+}
+
+std::string page_data(const Timeline& t, const PageOptions& options) {
   std::string text;
   Out out(text);
   const auto fn = function_indexes(t);
@@ -128,20 +173,39 @@ std::string page_data(const Timeline& t) {
   fmt::format_to(out,
                  "{{\"version\":1,\"program\":{},\"mpi\":{},\"end\":{},\"calls\":{},"
                  "\"interval_ms\":{},\"sampler_cpu_ns\":{},\"states\":[{}],\"functions\":[{}],"
-                 "\"function_state\":[{}],\"nodes\":[",
+                 "\"function_state\":[{}],\"ranks_total\":{},\"groups\":",
                  json_string(t.program), json_string(t.mpi), t.end_ns, call_count(t),
                  t.sample_interval_ms, t.sampler_cpu_ns, fmt::join(state_names, ","),
-                 fmt::join(names, ","), fmt::join(states, ","));
+                 fmt::join(names, ","), fmt::join(states, ","), t.lanes.size());
+  const PageLayout layout = page_layout(t, options);
+  std::vector<bool> drawn(t.lanes.size(), false);
+  for (int r : layout.lanes) drawn[static_cast<size_t>(r)] = true;
+  if (layout.groups > 0)
+    write_groups(out, summarize_groups(t, options.max_groups, options.group_buckets));
+  else
+    fmt::format_to(out, "null");
+  // Nodes: those with a drawn rank, with their drawn ranks (lanes are indexed by node there).
+  std::vector<int> node_index(t.nodes.size(), -1);
+  fmt::format_to(out, ",\"nodes\":[");
+  int written = 0;
   for (size_t i = 0; i < t.nodes.size(); ++i) {
-    if (i > 0) *out++ = ',';
-    write_node(out, t.nodes[i]);
+    Node node = t.nodes[i];
+    std::erase_if(node.ranks, [&](int r) { return !drawn[static_cast<size_t>(r)]; });
+    if (node.ranks.empty()) continue;
+    if (written > 0) *out++ = ',';
+    node_index[i] = written++;
+    write_node(out, node);
   }
   fmt::format_to(out, "],\"lanes\":[");
   static const std::vector<RankUsage> kNoUsage;
+  bool first = true;
   for (size_t i = 0; i < t.lanes.size(); ++i) {
-    if (i > 0) *out++ = ',';
-    write_lane(out, t.lanes[i], i < t.rank_usage.size() ? t.rank_usage[i] : kNoUsage, fn,
-               t.end_ns);
+    if (!drawn[i]) continue;
+    if (!first) *out++ = ',';
+    first = false;
+    const Lane& lane = t.lanes[i];
+    write_lane(out, lane, node_index[static_cast<size_t>(lane.node)],
+               i < t.rank_usage.size() ? t.rank_usage[i] : kNoUsage, fn, t.end_ns);
   }
   fmt::format_to(out, "]}}");
   // Inside <script>, "</script>" or "<!--" in a string (a host or program name) would end or
@@ -157,12 +221,12 @@ std::string page_data(const Timeline& t) {
   return escaped;
 }
 
-std::string timeline_page(const Timeline& t) {
+std::string timeline_page(const Timeline& t, const PageOptions& options) {
   std::string page(kPageHtml);
   replace_all(page, "<!--pskel:style-->", fmt::format("<style>\n{}</style>", kPageCss));
   replace_all(page, "<!--pskel:data-->",
               fmt::format("<script type=\"application/json\" id=\"pskel-data\">{}</script>",
-                          page_data(t)));
+                          page_data(t, options)));
   replace_all(page, "<!--pskel:script-->", fmt::format("<script>\n{}</script>", kPageJs));
   return page;
 }

@@ -3,7 +3,8 @@
 that headless Chromium renders (one row per rank; every call drawn once, and one box per call
 when merging is off; merged boxes on a large run), the same runs as trace-event JSON (one
 complete event per call, CPU/memory counters), the tracer's resource sampling (on by default,
-off with PSKEL_SAMPLE_MS=0, not delaying MPI_Finalize), and bad input."""
+off with PSKEL_SAMPLE_MS=0, not delaying MPI_Finalize), a synthetic job of 2,048 ranks drawn in
+groups of ranks with the calls of the ranks asked for, and bad input."""
 import html.parser
 import json
 import os
@@ -14,7 +15,7 @@ import tempfile
 import time
 import unittest
 
-from testlib import APPS, FLAVOURS, PSKEL, info_json, launcher, mpi_env, run
+from testlib import APPS, BUILD, FLAVOURS, PSKEL, info_json, launcher, mpi_env, run
 
 CHROMIUM = shutil.which("chromium")
 
@@ -43,7 +44,8 @@ class DomAttributes(html.parser.HTMLParser):
         self.chart = None
         self.lanes = []
         self.status = None
-        self.texts = {"tooltip": "", "details-text": ""}
+        self.texts = {"tooltip": "", "details-text": "", "summary": ""}
+        self.ready_ms = None
         self._in = None
 
     def handle_starttag(self, tag, attrs):
@@ -54,6 +56,8 @@ class DomAttributes(html.parser.HTMLParser):
             self.lanes.append(a)
         if tag == "body":
             self.status = a.get("data-status")
+            self.ready_ms = a.get("data-ready-ms")
+
         self._in = a.get("id") if a.get("id") in self.texts else None
 
     def handle_endtag(self, tag):
@@ -230,6 +234,56 @@ class LargeRunIsMerged(unittest.TestCase):
             self.assertEqual(int(unmerged.chart["data-boxes"]), info["events"])
             print(f"\n  {info['events']} calls: {boxes} boxes merged, "
                   f"{unmerged.chart['data-boxes']} unmerged", end="")
+
+
+@unittest.skipIf(CHROMIUM is None, "chromium is not installed (Debian package chromium)")
+class ManyRanksAreDrawnInGroups(unittest.TestCase):
+    """A synthetic 3-D halo of 2,048 ranks (test/bench/tracegen): above --max-lanes the page
+    holds a strip per group of ranks and the calls of the ranks asked for only."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.trace = pathlib.Path(cls.tmp.name) / "halo"
+        r = run([BUILD / "test" / "bench" / "tracegen", "--pattern", "halo3d", "--ranks", "2048",
+                 "--events", "100", "-o", cls.trace])
+        if r.returncode != 0:
+            raise AssertionError(f"tracegen failed: {r.stderr}")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_groups_of_ranks_and_the_calls_of_the_ranks_asked_for(self):
+        page = pathlib.Path(self.tmp.name) / "groups.html"
+        out = timeline(self.trace, page, "--ranks", "3,1000-1001")
+        self.assertEqual((out["groups"], out["group_size"]), (128, 16))
+        self.assertEqual(out["ranks_drawn"], [3, 1000, 1001])
+        # Every call of 2,048 ranks would be ~8 MB; the strips and three ranks' calls are less.
+        self.assertLess(out["bytes_written"], 4_000_000)
+        dom = render(page)
+        self.assertEqual(dom.status, "rendered")
+        self.assertEqual(dom.chart["data-groups"], "128")
+        self.assertEqual(dom.chart["data-rows"], "3")
+        self.assertEqual([l["data-rank"] for l in dom.lanes], ["3", "1000", "1001"])
+        self.assertIn("2048 ranks in 128 groups of 16", dom.texts["summary"])
+        self.assertIn("the calls of ranks 3, 1000–1001", dom.texts["summary"])
+        self.assertIsNotNone(dom.ready_ms)
+
+    def test_default_ranks_and_a_higher_max_lanes(self):
+        page = pathlib.Path(self.tmp.name) / "default.html"
+        self.assertEqual(timeline(self.trace, page)["ranks_drawn"], list(range(16)))
+        out = timeline(self.trace, page, "--max-lanes", "4096")
+        self.assertEqual((out["groups"], len(out["ranks_drawn"])), (0, 2048))
+
+    def test_a_bad_rank_list_is_a_usage_error(self):
+        for bad, needle in (("5-3", "not a list of ranks"), ("1,,2", "not a list of ranks"),
+                            ("0-300", "more than --max-lanes (256)")):
+            r = run([PSKEL, "timeline", self.trace, "-o", f"{self.tmp.name}/x.html",
+                     "--ranks", bad])
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+            self.assertIn(needle, r.stderr)
 
 
 class Sampling(unittest.TestCase):

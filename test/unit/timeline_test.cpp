@@ -15,6 +15,7 @@
 #include "sampler.h"
 #include "scratch_dir.h"
 #include "timeline/aggregate.h"
+#include "timeline/groups.h"
 #include "timeline/page.h"
 #include "timeline/timeline.h"
 #include "trace/samples.h"
@@ -268,6 +269,77 @@ TEST_CASE("PageDataIsJsonWithEveryCallAndNoClosingTag") {
   CHECK(page.find("<!--pskel:") == std::string::npos);
   CHECK(page.find("<script type=\"application/json\" id=\"pskel-data\">") != std::string::npos);
   CHECK(page.find("src=") == std::string::npos);   // nothing loaded from elsewhere
+}
+
+// Three ranks over [0, 400) ns in buckets of 100 ns, groups of two: rank 0 sends in
+// [50, 150), rank 1 waits in [100, 300), rank 2 (a group of its own) runs only in [0, 200).
+tl::Timeline three_lane_timeline() {
+  tl::Timeline t;
+  t.end_ns = 400;
+  for (int r = 0; r < 3; ++r) {
+    tl::Lane lane;
+    lane.rank = r;
+    lane.end_ns = r == 2 ? 200 : 400;
+    t.lanes.push_back(lane);
+  }
+  t.lanes[0].calls.push_back(call(50, 150));
+  t.lanes[1].calls.push_back(call(100, 300, State::waiting));
+  t.nodes.push_back({"node-a", {0, 1, 2}, {}});
+  return t;
+}
+
+TEST_CASE("GroupsHoldEachStatesShareOfTheirRanksTimePerBucket") {
+  const tl::Timeline t = three_lane_timeline();
+  const tl::GroupSummary g = tl::summarize_groups(t, 2, 4);
+  REQUIRE(g.group_size == 2);
+  REQUIRE(g.groups == 2);
+  REQUIRE(g.bucket_ns == 100);
+  REQUIRE(g.share.size() == size_t{2} * 4 * tl::kStateCount);
+  // Group 0, bucket 0: rank 0 sends 50 ns of 100 and computes 50; rank 1 computes all 100.
+  CHECK(g.at(0, 0, State::point_to_point) == 64);   // 50 / 200 of 255, rounded
+  CHECK(g.at(0, 0, State::computing) == 191);       // 150 / 200
+  // Bucket 1: rank 0 sends 50 and computes 50, rank 1 waits 100.
+  CHECK(g.at(0, 1, State::point_to_point) == 64);
+  CHECK(g.at(0, 1, State::waiting) == 128);
+  CHECK(g.at(0, 1, State::computing) == 64);
+  // Bucket 3: both compute.
+  CHECK(g.at(0, 3, State::computing) == 255);
+  // Group 1 is rank 2 alone; after its end (200 ns) it is in no state.
+  CHECK(g.at(1, 1, State::computing) == 255);
+  for (int s = 0; s < tl::kStateCount; ++s) CHECK(g.at(1, 2, static_cast<State>(s)) == 0);
+  CHECK(tl::group_size_for(16384, 128) == 128);
+  CHECK(tl::group_size_for(100, 128) == 1);
+  CHECK(tl::group_size_for(129, 128) == 2);
+}
+
+TEST_CASE("APageOfManyRanksHoldsGroupsAndTheCallsOfTheRanksAskedFor") {
+  const tl::Timeline t = three_lane_timeline();
+  tl::PageOptions options;
+  options.max_lanes = 2;      // three ranks: more than a page draws call by call
+  options.max_groups = 2;
+  options.group_buckets = 4;
+  options.ranks = {2, 7};     // 7 is not in the job
+  const tl::PageLayout layout = tl::page_layout(t, options);
+  CHECK(layout.lanes == std::vector<int>{2});
+  CHECK(layout.groups == 2);
+  const auto j = nlohmann::json::parse(tl::page_data(t, options));
+  CHECK(j["ranks_total"] == 3);
+  REQUIRE(j["lanes"].size() == 1);
+  CHECK(j["lanes"][0]["rank"] == 2);
+  CHECK(j["lanes"][0]["node"] == 0);
+  REQUIRE(j["nodes"].size() == 1);
+  CHECK(j["nodes"][0]["ranks"] == std::vector<int>{2});
+  CHECK(j["groups"]["size"] == 2);
+  CHECK(j["groups"]["count"] == 2);
+  CHECK(j["groups"]["bucket_ns"] == 100);
+  // Base64 of 2 groups x 4 buckets x 5 states = 40 bytes: 56 digits, the last group padded.
+  const std::string share = j["groups"]["share"];
+  CHECK(share.size() == 56);
+  CHECK(share.substr(52) == "AA==");   // rank 2's last bucket: no state
+  // Without options a page of three ranks draws them all, with no groups.
+  const auto all = nlohmann::json::parse(tl::page_data(t));
+  CHECK(all["groups"].is_null());
+  CHECK(all["lanes"].size() == 3);
 }
 
 TEST_CASE("PerfettoJsonHasOneCompleteEventPerCallAndCounters") {

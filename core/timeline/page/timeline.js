@@ -2,7 +2,9 @@
 // canvas. Per rank a row of states over time; per node a second axis with its CPU (bars) and
 // memory (line) use, as in seed 003. Calls shorter than a pixel are drawn from precomputed
 // levels of detail ("N calls" boxes), so a frame costs about two boxes per pixel per row
-// whatever the size of the trace. Each row's counts are exposed as data-* attributes of the
+// whatever the size of the trace. A large job's page (data.groups) first draws every rank in
+// groups of consecutive ranks, a strip per group with the share of each state per time bucket,
+// then the calls of the ranks it holds. Each row's counts are exposed as data-* attributes of the
 // table below the chart (data-calls, data-boxes, data-box-calls) for tests and scripts.
 "use strict";
 (function () {
@@ -51,6 +53,15 @@
             stateTime: stateTime, usage: {t: cumulative(lane.usage.t), cpu: lane.usage.cpu,
             rss: lane.usage.rss}, drawn: {boxes: 0, calls: 0, aggregates: 0}};
   });
+  const byRank = new Map(lanes.map(function (lane) { return [lane.rank, lane]; }));
+  // Groups of ranks (a large job): per group, bucket and state the share of the group's time,
+  // in 255ths (core/timeline/groups.h).
+  const groups = data.groups ? (function (g) {
+    const bytes = atob(g.share);
+    const share = new Uint8Array(bytes.length);
+    for (let i = 0; i < bytes.length; ++i) share[i] = bytes.charCodeAt(i);
+    return {size: g.size, count: g.count, buckets: g.buckets, bucketNs: g.bucket_ns, share: share};
+  })(data.groups) : null;
   const nodes = data.nodes.map(function (node) {
     return {host: node.host, ranks: node.ranks, t: cumulative(node.t), cpu: node.cpu,
             mem: node.mem, memTotal: node.mem_total};
@@ -61,9 +72,22 @@
   const rankHeight = Math.max(6, Math.min(22, Math.floor(560 / Math.max(1, lanes.length))));
   const rows = [];
   let y = AXIS_HEIGHT;
+  const groupRows = [];
+  if (groups) {
+    const h = groups.count <= 64 ? 10 : 6;
+    for (let g = 0; g < groups.count; ++g) {
+      const first = g * groups.size;
+      const row = {kind: "group", index: g, first: first,
+                   last: Math.min(data.ranks_total, first + groups.size) - 1, y: y, h: h};
+      rows.push(row);
+      groupRows.push(row);
+      y += h + 1;
+    }
+    y += 3 * GAP;
+  }
   nodes.forEach(function (node, n) {
     node.ranks.forEach(function (r) {
-      rows.push({kind: "lane", lane: lanes[r], y: y, h: rankHeight});
+      rows.push({kind: "lane", lane: byRank.get(r), y: y, h: rankHeight});
       y += rankHeight + 1;
     });
     if (hasUsage) {
@@ -210,13 +234,59 @@
     ctx.lineWidth = 1;
   }
 
+  // The group strips, straight into the canvas's pixels (a rectangle per state, pixel and group
+  // would cost a second at 128 groups): per device pixel column the shares of the buckets it
+  // spans, stacked from the bottom (waiting, collective, point-to-point, setup, computing); what
+  // is left is time outside the ranks' runs.
+  const STACK = [3, 2, 1, 4, 0];
+  const RGB = COLORS.map(function (c) {
+    return [parseInt(c.slice(1, 3), 16), parseInt(c.slice(3, 5), 16), parseInt(c.slice(5, 7), 16)];
+  });
+  function drawGroups(width) {
+    if (!groups) return;
+    const ratio = window.devicePixelRatio || 1;
+    const x0 = Math.round(LABEL_WIDTH * ratio), x1 = Math.round(width * ratio);
+    const top = groupRows[0], bottom = groupRows[groupRows.length - 1];
+    const y0 = Math.round(top.y * ratio), y1 = Math.round((bottom.y + bottom.h) * ratio);
+    if (x1 <= x0 || y1 <= y0) return;
+    const image = ctx.createImageData(x1 - x0, y1 - y0);
+    const px = image.data, w = x1 - x0, stride = groups.buckets * 5;
+    const sums = new Float64Array(5);
+    for (let xd = 0; xd < w; ++xd) {
+      const ta = tOf((x0 + xd) / ratio), tb = tOf((x0 + xd + 1) / ratio);
+      const ba = Math.max(0, Math.floor(ta / groups.bucketNs));
+      const bb = Math.min(groups.buckets, Math.max(ba + 1, Math.ceil(tb / groups.bucketNs)));
+      if (bb <= ba) continue;
+      for (const row of groupRows) {
+        sums.fill(0);
+        const base = row.index * stride;
+        for (let b = ba; b < bb; ++b)
+          for (let s = 0; s < 5; ++s) sums[s] += groups.share[base + b * 5 + s];
+        const rowTop = Math.round(row.y * ratio) - y0, rowH = Math.round(row.h * ratio);
+        let cumulative = 0, painted = 0;
+        for (const s of STACK) {
+          cumulative += sums[s] / (255 * (bb - ba));
+          const upTo = Math.min(rowH, Math.round(cumulative * rowH));
+          for (; painted < upTo; ++painted) {
+            const i = ((rowTop + rowH - 1 - painted) * w + xd) * 4;
+            px[i] = RGB[s][0]; px[i + 1] = RGB[s][1]; px[i + 2] = RGB[s][2]; px[i + 3] = 255;
+          }
+        }
+      }
+    }
+    ctx.putImageData(image, x0, y0);
+  }
+
   function drawLabels() {
     ctx.fillStyle = "#fff";
     ctx.fillRect(0, 0, LABEL_WIDTH - 2, totalHeight);
     ctx.fillStyle = "#222";
     ctx.textBaseline = "middle";
     for (const row of rows) {
-      if (row.kind === "lane") {
+      if (row.kind === "group") {
+        ctx.font = "9px system-ui, sans-serif";
+        if (row.h >= 8 || row.index % 8 === 0) ctx.fillText("ranks " + row.first + "–" + row.last, 4, row.y + row.h / 2);
+      } else if (row.kind === "lane") {
         ctx.font = Math.min(12, row.h) + "px system-ui, sans-serif";
         if (row.h >= 8 || row.lane.rank % 10 === 0) ctx.fillText("rank " + row.lane.rank, 4, row.y + row.h / 2);
       } else {
@@ -244,8 +314,10 @@
     ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
     ctx.clearRect(0, 0, width, totalHeight);
     for (const row of rows) {
-      if (row.kind === "lane") drawLane(row, width); else drawUsage(row, width);
+      if (row.kind === "lane") drawLane(row, width);
+      else if (row.kind === "usage") drawUsage(row, width);
     }
+    drawGroups(width);
     drawAxis(width);
     drawLabels();
     document.getElementById("range").textContent =
@@ -295,6 +367,7 @@
     });
     const chart = document.getElementById("chart");
     chart.dataset.rows = lanes.length;
+    chart.dataset.groups = groups ? groups.count : 0;
     chart.dataset.calls = data.calls;
     chart.dataset.boxes = boxes;
     chart.dataset.boxCalls = calls;
@@ -303,6 +376,8 @@
     chart.dataset.t0 = view.t0;
     chart.dataset.t1 = view.t1;
     chart.dataset.drawMs = lastDrawMs.toFixed(1);
+    // From the start of the page's load to its first frame: what opening it costs.
+    if (!document.body.dataset.readyMs) document.body.dataset.readyMs = performance.now().toFixed(1);
     document.body.dataset.status = "rendered";
   }
 
@@ -369,18 +444,28 @@
     text += "CPU busy  " + (node.cpu[i] < 0 ? "n/a" : (node.cpu[i] / 10).toFixed(1) + " %") + "\n";
     text += "memory    " + (node.mem[i] < 0 ? "n/a" : formatBytes(node.mem[i] * 1024) + " of " + formatBytes(node.memTotal[i] * 1024));
     for (const r of node.ranks) {
-      const u = lanes[r].usage, j = sampleAt(u.t, t);
+      const u = byRank.get(r).usage, j = sampleAt(u.t, t);
       if (j < 0) continue;
       text += "\nrank " + r + "  CPU " + (u.cpu[j] < 0 ? "n/a" : (u.cpu[j] / 10).toFixed(1) + " %") +
           "  RSS " + (u.rss[j] < 0 ? "n/a" : formatBytes(u.rss[j] * 1024));
     }
     return text;
   }
+  function describeGroup(row, t) {
+    const b = Math.floor(t / groups.bucketNs);
+    if (b < 0 || b >= groups.buckets) return null;
+    let text = "ranks " + row.first + "–" + row.last + " from " + formatTime(b * groups.bucketNs) +
+        " to " + formatTime((b + 1) * groups.bucketNs) + "\n";
+    for (let s = 0; s < 5; ++s)
+      text += data.states[s] + " " + (100 * groups.share[(row.index * groups.buckets + b) * 5 + s] / 255).toFixed(0) + " %  ";
+    return text + "\n(the calls of single ranks: pskel timeline --ranks)";
+  }
   function describe(px, py) {
     if (px < LABEL_WIDTH) return null;
     const row = rowAt(py);
     if (!row) return null;
     const t = tOf(px);
+    if (row.kind === "group") return describeGroup(row, t);
     return row.kind === "lane" ? describeLane(row.lane, t, px) : describeUsage(row.node, t);
   }
 
@@ -442,8 +527,24 @@
   const program = data.program ? data.program.split("/").pop() : "MPI program";
   document.title = "pskel timeline: " + program;
   document.getElementById("title").textContent = "pskel timeline: " + program;
+  // Ascending ranks as "0–15, 4096".
+  function rangesText(ranks) {
+    const parts = [];
+    for (let i = 0; i < ranks.length;) {
+      let j = i;
+      while (j + 1 < ranks.length && ranks[j + 1] === ranks[j] + 1) ++j;
+      parts.push(j > i ? ranks[i] + "–" + ranks[j] : String(ranks[i]));
+      i = j + 1;
+    }
+    return parts.join(", ");
+  }
+  const rankText = groups
+      ? data.ranks_total + " ranks in " + groups.count + " groups of " + groups.size +
+        " (the calls of ranks " + rangesText(lanes.map(function (l) { return l.rank; })) +
+        " below, on " + nodes.length + " node" + (nodes.length === 1 ? "" : "s") + ")"
+      : lanes.length + " ranks on " + nodes.length + " node" + (nodes.length === 1 ? "" : "s");
   document.getElementById("summary").textContent =
-      lanes.length + " ranks on " + nodes.length + " node" + (nodes.length === 1 ? "" : "s") +
+      rankText +
       ", " + data.calls + " MPI calls, " + formatTime(fullEnd) + (data.mpi ? ", " + data.mpi : "") +
       (hasUsage ? ", CPU and memory sampled every " + data.interval_ms + " ms" : ", no CPU/memory samples");
   const legend = document.getElementById("legend");

@@ -24,17 +24,16 @@ void for_each_pull_word(const RankView& v, size_t p, int32_t world_size, F&& f) 
 }
 
 uint64_t mix(uint64_t h, uint64_t word) {
-  h ^= word + 0x9E3779B97F4A7C15ULL + (h << 6) + (h >> 2);
-  return h;
+  h = (h ^ word) * 0x9E3779B97F4A7C15ULL;
+  return h ^ (h >> 29);
 }
 
-uint64_t alike_hash(const RankView& v, int32_t world_size) {
+// Over the arrays alone: ranks that differ only in their pull words are rare, and
+// behave_alike() compares those.
+uint64_t alike_hash(const RankView& v) {
   uint64_t h = v.shape.size();
-  for (size_t p = 0; p < v.shape.size(); ++p) {
-    h = mix(h, (uint64_t{v.shape[p]} << 32) | v.round[p]);
-    h = mix(h, v.peers[p]);
-    for_each_pull_word(v, p, world_size, [&](uint64_t word) { h = mix(h, word); });
-  }
+  for (size_t p = 0; p < v.shape.size(); ++p)
+    h = mix(mix(h, (uint64_t{v.shape[p]} << 32) | v.round[p]), v.peers[p]);
   return h;
 }
 
@@ -64,7 +63,7 @@ void release(std::vector<T>& v) {
 
 void AlikeRanks::add(std::vector<RankView>& views, int32_t r) {
   RankView& v = views[static_cast<size_t>(r)];
-  std::vector<int32_t>& leaders = leaders_by_hash_[alike_hash(v, world_size_)];
+  std::vector<int32_t>& leaders = leaders_by_hash_[alike_hash(v)];
   for (int32_t leader : leaders) {
     RankView& lead = views[static_cast<size_t>(leader)];
     if (!behave_alike(lead, v, world_size_)) continue;

@@ -59,15 +59,21 @@ void release(std::vector<T>& v) {
   std::vector<T>().swap(v);
 }
 
+// Leaders of one hash that a rank is compared with, at most: ranks whose arrays are the same
+// but whose pull words all differ would otherwise be compared with every earlier one
+// (quadratic in a trace made to do it). A rank past them leads a group of its own, which costs
+// alignment time, never correctness.
+constexpr size_t kMostLeadersCompared = 8;
+
 }  // namespace
 
 void AlikeRanks::add(std::vector<RankView>& views, int32_t r) {
   RankView& v = views[static_cast<size_t>(r)];
   std::vector<int32_t>& leaders = leaders_by_hash_[alike_hash(v)];
-  for (int32_t leader : leaders) {
-    RankView& lead = views[static_cast<size_t>(leader)];
+  for (size_t i = 0; i < leaders.size() && i < kMostLeadersCompared; ++i) {
+    RankView& lead = views[static_cast<size_t>(leaders[i])];
     if (!behave_alike(lead, v, world_size_)) continue;
-    v.group = leader;
+    v.group = lead.rank;
     lead.members.push_back(r);
     release(v.shape);
     release(v.peers);

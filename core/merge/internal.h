@@ -116,8 +116,9 @@ class AlikeRanks {
  public:
   explicit AlikeRanks(int32_t world_size) : world_size_(world_size) {}
   // Makes views[r] (normalised, shape and peers filled, views[0..r) added) a member of the
-  // group of the first earlier rank that behaves alike, releasing its arrays, or a new group.
-  // O(calls of r) when it matches its hash's first group.
+  // group of the first of its hash's first 8 groups that behaves alike, releasing its arrays,
+  // or a new group.
+  // O(calls of r) times the groups of its hash it is compared with (at most 8).
   void add(std::vector<RankView>& views, int32_t r);
 
  private:

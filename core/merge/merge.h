@@ -80,7 +80,9 @@ struct MergeStats {
 // of Waitall/Testall/Startall; never counts, bytes, tags, times or request ids. `stats` may be
 // null; it is overwritten.
 // REQUIRES: fewer than 2^32 records in all ranks together (else throws std::length_error).
-// O(n·L) when ranks agree, O(m·n·L) at worst (n ranks, L records on the busiest, m look-ahead).
+// O(n·L) when ranks agree, O(m·n·L) at worst (n ranks, L records on the busiest, m look-ahead);
+// with group_alike, n in the alignment's cost is the number of groups of alike ranks
+// (MergeStats::groups), and O(n·L) remains for reading, normalising and the parts.
 MergedTrace merge(const trace::TraceSet& trace, const MergeOptions& options = {},
                   MergeStats* stats = nullptr);
 

@@ -275,6 +275,12 @@ class ManyRanksAreDrawnInGroups(unittest.TestCase):
         self.assertEqual(timeline(self.trace, page)["ranks_drawn"], list(range(16)))
         out = timeline(self.trace, page, "--max-lanes", "4096")
         self.assertEqual((out["groups"], len(out["ranks_drawn"])), (0, 2048))
+        # Ranks beyond the job draw nothing but the groups.
+        out = timeline(self.trace, page, "--ranks", "99999")
+        self.assertEqual((out["groups"], out["ranks_drawn"]), (128, []))
+        dom = render(page)
+        self.assertEqual((dom.status, dom.chart["data-rows"]), ("rendered", "0"))
+        self.assertIn("the calls of no rank", dom.texts["summary"])
 
     def test_a_bad_rank_list_is_a_usage_error(self):
         for bad, needle in (("5-3", "not a list of ranks"), ("1,,2", "not a list of ranks"),

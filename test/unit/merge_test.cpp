@@ -145,6 +145,43 @@ TEST_CASE("identical ranks give one event per record with every rank, periodic s
   CHECK(m.symbol_key[2] == "MPI_Allreduce comm=0 ranks=[x\u00d74] op=sum");
 }
 
+// A ring of Irecv, Isend, Waitall on 20 ranks: alike, one group. With each rank's request ids
+// shifted by its own offset, no two ranks are alike (a pull must not pass the post of a request
+// it completes, so ids are part of a rank's behaviour): 20 groups, and a rank is compared with
+// at most 8 others that hash alike. The events are the same either way.
+TEST_CASE("ranks alike but for their request ids are groups of their own") {
+  for (const bool shifted : {false, true}) {
+    CAPTURE(shifted);
+    const int32_t n = 20;
+    auto ranks = world(n);
+    for (int32_t r = 0; r < n; ++r) {
+      RankBuilder& b = ranks[static_cast<size_t>(r)];
+      b.add(Fn::MPI_Init);
+      for (int it = 0; it < 6; ++it) {
+        const uint32_t in = b.irecv(mod(r - 1, n), it), out = b.isend(mod(r + 1, n), it);
+        b.complete(Fn::MPI_Waitall, {in, out});
+      }
+      b.add(Fn::MPI_Finalize);
+    }
+    tr::TraceSet set = trace_set(ranks);
+    if (shifted)
+      for (int32_t r = 0; r < n; ++r) {
+        tr::RankTrace& t = set.ranks[static_cast<size_t>(r)];
+        const auto shift = static_cast<uint32_t>(1000 * (r + 1));
+        for (size_t i = 0; i < t.records.size(); ++i) {
+          if (t.records[i].request != 0) t.records[i].request += shift;
+          if (t.records[i].function == static_cast<uint16_t>(Fn::MPI_Waitall))
+            for (size_t w = 0; w < t.records[i].aux_words; w += tr::kCompletionWords)
+              t.aux[t.aux_begin[i] + w] += shift;
+        }
+      }
+    mg::MergeStats stats;
+    const mg::MergedTrace m = merged(set, &stats);
+    CHECK(m.events.size() == 20);
+    CHECK(stats.groups == (shifted ? 20u : 1u));
+  }
+}
+
 TEST_CASE("ring: rank 0 sends then receives, the others receive then send: one event each") {
   const int32_t n = 5, iters = 6;
   auto ranks = world(n);

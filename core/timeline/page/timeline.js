@@ -540,8 +540,9 @@
   }
   const rankText = groups
       ? data.ranks_total + " ranks in " + groups.count + " groups of " + groups.size +
-        " (the calls of ranks " + rangesText(lanes.map(function (l) { return l.rank; })) +
-        " below, on " + nodes.length + " node" + (nodes.length === 1 ? "" : "s") + ")"
+        (lanes.length === 0 ? " (the calls of no rank: --ranks names none of them)"
+         : " (the calls of ranks " + rangesText(lanes.map(function (l) { return l.rank; })) +
+           " below, on " + nodes.length + " node" + (nodes.length === 1 ? "" : "s") + ")")
       : lanes.length + " ranks on " + nodes.length + " node" + (nodes.length === 1 ? "" : "s");
   document.getElementById("summary").textContent =
       rankText +

@@ -28,7 +28,7 @@ GroupSummary summarize_groups(const Timeline& timeline, int max_groups, int buck
   g.ranks = static_cast<int>(timeline.lanes.size());
   g.buckets = buckets;
   g.group_size = group_size_for(g.ranks, max_groups);
-  g.groups = (g.ranks + g.group_size - 1) / g.group_size;
+  g.groups = group_count(g.ranks, max_groups);
   g.bucket_ns = std::max<int64_t>(1, (timeline.end_ns + buckets - 1) / buckets);
   g.share.assign(static_cast<size_t>(g.groups) * static_cast<size_t>(buckets) * kStateCount, 0);
   std::vector<double> row(static_cast<size_t>(buckets) * kStateCount);

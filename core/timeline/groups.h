@@ -33,9 +33,15 @@ inline int group_size_for(int ranks, int max_groups) {
   return ranks <= max_groups ? 1 : (ranks + max_groups - 1) / max_groups;
 }
 
-// Groups of group_size_for(ranks, max_groups) consecutive ranks, `buckets` buckets over [0, end_ns].
-// REQUIRES: max_groups >= 1, buckets >= 1. O(calls + ranks × buckets / group_size + groups ×
-// buckets).
+// The groups of group_size_for(ranks, max_groups) ranks it takes to hold `ranks`.
+inline int group_count(int ranks, int max_groups) {
+  const int size = group_size_for(ranks, max_groups);
+  return (ranks + size - 1) / size;
+}
+
+// group_count(ranks, max_groups) groups of consecutive ranks, `buckets` buckets over
+// [0, end_ns]. REQUIRES: max_groups >= 1, buckets >= 1. O(calls + ranks × buckets): each
+// rank's run is spread over the buckets it spans.
 GroupSummary summarize_groups(const Timeline& timeline, int max_groups, int buckets);
 
 }  // namespace pskel::timeline

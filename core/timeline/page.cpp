@@ -146,7 +146,7 @@ PageLayout page_layout(const Timeline& t, const PageOptions& options) {
     return layout;
   }
   layout.group_size = group_size_for(n, options.max_groups);
-  layout.groups = (n + layout.group_size - 1) / layout.group_size;
+  layout.groups = group_count(n, options.max_groups);
   if (options.ranks.empty())
     for (int r = 0; r < n && r < 16; ++r) layout.lanes.push_back(r);
   for (int r : options.ranks)

@@ -58,8 +58,15 @@ Result<model::AppModel> load_model(const std::string& path) {
 }
 
 void print_model(const model::AppModel& m) {
-  fmt::print("model of {} from {} runs (parameters: {})\n", m.program, m.runs.size(),
-             fmt::join(m.parameter_names, ", "));
+  size_t given = 0;
+  for (const model::FittedRun& run : m.runs) given += run.repeats;
+  if (given == m.runs.size())
+    fmt::print("model of {} from {} runs (parameters: {})\n", m.program, m.runs.size(),
+               fmt::join(m.parameter_names, ", "));
+  else
+    fmt::print("model of {} from {} runs of {} inputs, each input's median run (parameters: "
+               "{})\n",
+               m.program, given, m.runs.size(), fmt::join(m.parameter_names, ", "));
   if (m.regression) {
     const model::LinearModel& r = *m.regression;
     fmt::print("regression over the counters ({} the same in every run, {} proportional to "

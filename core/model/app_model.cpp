@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <set>
 
 namespace pskel::model {
@@ -210,37 +211,53 @@ struct Reader {
 
 }  // namespace
 
-Result<AppModel> fit_app_model(const std::vector<Run>& runs, const RegressionOptions& options) {
-  if (runs.size() < kMinModelRuns)
-    return Error{"", "a model needs at least " + std::to_string(kMinModelRuns) +
-                         " runs of the application with different inputs, there are " +
-                         std::to_string(runs.size())};
+Result<AppModel> fit_app_model(const std::vector<Run>& given, const RegressionOptions& options) {
   AppModel model;
-  const size_t m = runs.size();
-  Matrix parameters;
-  std::set<std::string> names;
-  for (size_t r = 0; r < m; ++r) {
-    auto p = job_parameters(runs[r].command, runs[r].ntasks);
-    if (!p.ok()) return Error{runs[r].source, p.error().what};
-    if (runs[r].kind != runs[0].kind)
-      return Error{runs[r].source, "is a " + runs[r].kind + " run and " + runs[0].source +
-                                       " a " + runs[0].kind + " run; a model is fitted to one "
-                                       "kind (their features differ)"};
+  std::vector<std::vector<double>> values;  // each given run's parameters
+  for (size_t r = 0; r < given.size(); ++r) {
+    auto p = job_parameters(given[r].command, given[r].ntasks);
+    if (!p.ok()) return Error{given[r].source, p.error().what};
+    if (given[r].kind != given[0].kind)
+      return Error{given[r].source, "is a " + given[r].kind + " run and " + given[0].source +
+                                        " a " + given[0].kind + " run; a model is fitted to one "
+                                        "kind (their features differ)"};
     if (r == 0) {
-      model.features_from = runs[0].kind;
+      model.features_from = given[0].kind;
       model.program = p.value().program;
       model.shape = p.value().shape;
       model.parameter_names = p.value().names;
-      parameters = Matrix(m, p.value().values.size());
     } else if (p.value().shape != model.shape) {
-      return Error{runs[r].source, "is a run of another command (" + joined(p.value().shape) +
-                                       ") than " + runs[0].source + " (" + joined(model.shape) +
-                                       "); a model is of one application"};
+      return Error{given[r].source, "is a run of another command (" + joined(p.value().shape) +
+                                        ") than " + given[0].source + " (" +
+                                        joined(model.shape) + "); a model is of one application"};
     }
-    for (size_t c = 0; c < p.value().values.size(); ++c) parameters.at(r, c) = p.value().values[c];
-    for (const auto& [name, value] : runs[r].features) names.insert(name);
-    model.runs.push_back(FittedRun{runs[r].source, p.value().values, runs[r].seconds});
+    values.push_back(std::move(p.value().values));
   }
+  // Runs of one input are one point: its median run. A run slowed by a busy machine then moves
+  // nothing, where as a point of its own it would pull the fitted shape (and its extrapolation).
+  std::map<std::vector<double>, std::vector<size_t>> by_input;
+  for (size_t r = 0; r < given.size(); ++r) by_input[values[r]].push_back(r);
+  if (by_input.size() < kMinModelRuns)
+    return Error{"", "a model needs at least " + std::to_string(kMinModelRuns) +
+                         " runs of the application with different inputs, there are " +
+                         std::to_string(given.size()) + " runs of " +
+                         std::to_string(by_input.size()) + " input" +
+                         (by_input.size() == 1 ? "" : "s")};
+  std::vector<Run> runs;
+  Matrix parameters(by_input.size(), model.parameter_names.size());
+  for (auto& [input, members] : by_input) {
+    std::sort(members.begin(), members.end(), [&](size_t a, size_t b) {
+      return given[a].seconds < given[b].seconds;
+    });
+    const Run& median = given[members[(members.size() - 1) / 2]];
+    for (size_t c = 0; c < input.size(); ++c) parameters.at(runs.size(), c) = input[c];
+    model.runs.push_back(FittedRun{median.source, input, median.seconds, members.size()});
+    runs.push_back(median);
+  }
+  const size_t m = runs.size();
+  std::set<std::string> names;
+  for (const Run& run : runs)
+    for (const auto& [name, value] : run.features) names.insert(name);
   std::vector<double> seconds;
   for (const Run& run : runs) seconds.push_back(run.seconds);
 
@@ -416,7 +433,10 @@ Result<exportfile::Model> export_model(const AppModel& model) {
 nlohmann::json model_to_json(const AppModel& model) {
   nlohmann::json runs = nlohmann::json::array();
   for (const FittedRun& r : model.runs)
-    runs.push_back({{"source", r.source}, {"parameters", r.parameters}, {"seconds", r.seconds}});
+    runs.push_back({{"source", r.source},
+                    {"parameters", r.parameters},
+                    {"seconds", r.seconds},
+                    {"repeats", r.repeats}});
   nlohmann::json j = {{"format", "pskel-model"},
                       {"version", kFormatVersion},
                       {"program", model.program},
@@ -483,6 +503,13 @@ Result<AppModel> model_from_json(const nlohmann::json& j) {
       FittedRun run;
       run.source = in.text(r, "source", "model.runs[]");
       run.seconds = in.number(r, "seconds", "model.runs[]");
+      // Models written before runs of one input were merged have no "repeats": one run each.
+      if (r.is_object() && r.contains("repeats")) {
+        const double repeats = in.number(r, "repeats", "model.runs[]");
+        if (!in.failed() && !(repeats >= 1 && repeats == std::floor(repeats)))
+          in.error = "model.runs[].repeats is not a count of runs";
+        run.repeats = static_cast<size_t>(repeats);
+      }
       if (const nlohmann::json* values = in.array(r, "parameters", "model.runs[]"))
         for (const auto& v : *values) {
           if (!v.is_number()) in.error = "model.runs[].parameters holds a non-number";

@@ -30,10 +30,12 @@ struct PathCheck {
 inline constexpr size_t kMinModelRuns = 4;
 inline constexpr double kMinIntervalShare = 0.02;
 
+// One input of the application: the median of its runs (source and seconds are that run's).
 struct FittedRun {
   std::string source;
   std::vector<double> parameters;
   double seconds = 0;
+  size_t repeats = 1;  // the runs given of this input
 };
 
 struct AppModel {
@@ -60,8 +62,9 @@ struct Prediction {
   std::string via;  // "features" or "time" (from parameters), "counters" (from a measured run)
 };
 
-// Fits the model of the runs, which must be of one application (one command shape) and at
-// least kMinModelRuns.
+// Fits the model of the runs, which must be of one application (one command shape) and of at
+// least kMinModelRuns inputs (command lines and task counts). Runs of one input count as one,
+// their median.
 Result<AppModel> fit_app_model(const std::vector<Run>& runs, const RegressionOptions& options);
 
 // The time of a job not yet run.

@@ -27,6 +27,7 @@ BUILT = (BUILD / "core" / "instrument" / "pskel-instrument").exists()
 # iterations of any (2.7 times the work of the largest run; a larger grid would leave the caches
 # the training runs fitted in, which no count shows: docs/model.md). The shortest run takes
 # 40 ms: shorter ones are too easily doubled by a hiccup of a shared machine.
+QUIET_SPREAD = 1.15
 TRAINING = [(256, 300), (512, 300), (256, 900), (384, 600), (512, 900), (320, 1200)]
 BIG = ["-n", "512", "-i", "2400"]
 
@@ -50,16 +51,38 @@ def pskel(*args, **kw):
 
 
 def training_and_held_out(run_one):
-    """Runs TRAINING and three runs of BIG through run_one(name, args), a held-out run after
-    every second training run: a spell of load on a shared machine then slows training and
-    held-out runs alike, where all training first and BIG last would set one against the
-    other (a CI run saw the training runs 36 % slower than BIG's). Returns both lists."""
+    """Runs TRAINING three times and BIG three times through run_one(name, args), which returns
+    (what the model is fitted to, the run's wall time); one run of BIG in each round of
+    TRAINING, at a different place: a spell of load on a shared machine then slows training and
+    held-out runs alike, and a run it slows is not its input's median (the model fits the median
+    run of each input). Returns the training runs, BIG's runs, and the largest spread of one
+    input's runs: its median over its fastest."""
     training, held_out = [], []
-    for k, (n, i) in enumerate(TRAINING):
-        training.append(run_one(f"run{k}", ["-n", str(n), "-i", str(i)]))
-        if k % 2 == 1:
-            held_out.append(run_one(f"big{len(held_out)}", BIG))
-    return training, held_out
+    walls = {}
+    for rounds in range(3):
+        for k, (n, i) in enumerate(TRAINING):
+            run_k, wall = run_one(f"run{k}.{rounds}", ["-n", str(n), "-i", str(i)])
+            training.append(run_k)
+            walls.setdefault(k, []).append(wall)
+            if k == 2 * rounds + 1:
+                big, wall = run_one(f"big{rounds}", BIG)
+                held_out.append((big, wall))
+                walls.setdefault("big", []).append(wall)
+    spread = max(sorted(w)[1] / min(w) for w in walls.values())
+    return training, held_out, spread
+
+
+def skip_unless_quiet(test, spread):
+    """A model's accuracy is measured on a quiet machine only. A run slowed now and then (by 20-30
+    % here, on a quiet machine) is not its input's median; but where the median of an input's
+    three runs is more than QUIET_SPREAD slower than its fastest, a neighbour took the cores for
+    much of the time: no prediction from such runs can be held to 20 %, and a test that claims it
+    fails at random (busy-looping one core of two makes a run 2-3 times as long). It says so and
+    stops there."""
+    if spread > QUIET_SPREAD:
+        test.skipTest(f"the machine was busy: the median run of an input is {100 * (spread - 1):.0f}"
+                      f" % slower than its fastest (the accuracy check needs it within "
+                      f"{100 * (QUIET_SPREAD - 1):.0f} %)")
 
 
 def compile_instrumented(sources, outdir, exe, wrapper, extra=()):
@@ -174,34 +197,38 @@ class Model(unittest.TestCase):
         return out
 
     def test_fit_then_predict_a_larger_input(self):
-        # Work ~ n^2 * i: six runs, then a larger one (TRAINING, BIG).
-        runs, actual_dirs = training_and_held_out(
-            lambda name, args: self.counted_run(name, 2, *args))
+        # Work ~ n^2 * i: six inputs run three times, then a larger one (TRAINING, BIG).
+        def counted(name, args):
+            out = self.counted_run(name, 2, *args)
+            # The run's time as the model takes it: its slowest rank's.
+            return out, max(json.loads(f.read_text())["wall_seconds"]
+                            for f in out.glob("rank.*.json"))
+
+        runs, held_out, spread = training_and_held_out(counted)
         model = self.dir / "model.json"
         fit = pskel("model", "fit", "-o", model, *runs)
         self.assertEqual(fit.returncode, 0, fit.stderr)
+        self.assertIn("from 18 runs of 6 inputs", fit.stdout)
         self.assertIn("leave-one-out", fit.stdout)
-        self.assertIn("sweep.c:27:for", fit.stdout)  # the update loop, by source location
         show = pskel("model", "show", model)
         self.assertEqual(show.returncode, 0, show.stderr)
         self.assertIn("<- kept", show.stdout)
-
-        # The median of three: one run on a busy machine can be far off.
-        times = {json.loads((d / "rank.0.json").read_text())["wall_seconds"]: d
-                 for d in actual_dirs}
-        actual = sorted(times)[1]
-        actual_dir = times[actual]
         by_command = pskel("model", "predict", model, "--json", "--ntasks", "2", "--",
                            "./sweep", *BIG)
         self.assertEqual(by_command.returncode, 0, by_command.stderr)
         p = json.loads(by_command.stdout)
         self.assertLessEqual(p["low_seconds"], p["predicted_seconds"])
         self.assertLessEqual(p["predicted_seconds"], p["high_seconds"])
-        self.assertLess(abs(p["predicted_seconds"] - actual) / actual, 0.2, (p, actual))
+        # The median of three BIG runs, and the prediction from its measured counters.
+        actual_dir, actual = sorted(held_out, key=lambda run: run[1])[1]
         by_counters = pskel("model", "predict", model, "--json", actual_dir)
         self.assertEqual(by_counters.returncode, 0, by_counters.stderr)
         c = json.loads(by_counters.stdout)
         self.assertEqual(c["via"], "counters")
+
+        skip_unless_quiet(self, spread)
+        self.assertIn("sweep.c:27:for", fit.stdout)  # the update loop, by source location
+        self.assertLess(abs(p["predicted_seconds"] - actual) / actual, 0.2, (p, actual))
         self.assertLess(abs(c["predicted_seconds"] - actual) / actual, 0.2, (c, actual))
 
     def test_degenerate_input_is_refused_with_a_reason(self):
@@ -209,10 +236,14 @@ class Model(unittest.TestCase):
         r = pskel("model", "fit", "-o", self.dir / "m1.json", one)
         self.assertEqual(r.returncode, 1)
         self.assertIn("at least 4 runs", r.stderr)
-        same = [self.counted_run(f"same{k}", 2, "-n", "64", "-i", "20")
+        # Runs of one input are one point of the model (their median): four are not enough.
+        r = pskel("model", "fit", "-o", self.dir / "m1.json", *[one] * 4)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("4 runs of 1 input", r.stderr)
+        same = [self.counted_run(f"same{k}", 2, "-n", "64", "-i", str(20 + k))
                 for k in range(4)]
         r = pskel("model", "fit", "-o", self.dir / "m2.json", *same)
-        self.assertEqual(r.returncode, 0, r.stderr)  # nothing varies: the time's mean
+        self.assertEqual(r.returncode, 0, r.stderr)
         self.assertNotIn("nan", pathlib.Path(self.dir / "m2.json").read_text().lower())
         other = self.counted_run("other", 2, "-n", "64", "-i", "20", "-t")
         r = pskel("model", "fit", "-o", self.dir / "m3.json", *same[:3], other)
@@ -246,18 +277,17 @@ class TracedRuns(unittest.TestCase):
                 info = json.loads(pskel("info", "--json", out).stdout)
                 return out, info["wall_seconds"]
 
-            traces, held_out = training_and_held_out(traced)
-            runs = [out for out, _ in traces]
+            runs, held_out, spread = training_and_held_out(traced)
             model = f"{tmp}/model.json"
             fit = pskel("model", "fit", "-o", model, *runs)
             self.assertEqual(fit.returncode, 0, fit.stderr)
-            self.assertIn("MPI_Allreduce", fit.stdout)
             self.assertEqual(json.loads(pathlib.Path(model).read_text())["features_from"],
                              "trace")
             walls = sorted(wall for _, wall in held_out)
             p = json.loads(pskel("model", "predict", model, "--json", "--ntasks", "2", "--",
                                  exe, *BIG).stdout)
-            self.assertLess(abs(p["predicted_seconds"] - walls[1]) / walls[1], 0.2, (p, walls))
+            self.assertLessEqual(p["low_seconds"], p["predicted_seconds"])
+            self.assertLessEqual(p["predicted_seconds"], p["high_seconds"])
             # A model of traces does not take counters, nor mixed runs.
             counted = f"{tmp}/counted"
             pathlib.Path(counted).mkdir()
@@ -270,6 +300,10 @@ class TracedRuns(unittest.TestCase):
             r = pskel("model", "fit", "-o", f"{tmp}/mixed.json", *runs[:3], counted)
             self.assertEqual(r.returncode, 1)
             self.assertIn("one kind", r.stderr)
+
+            skip_unless_quiet(self, spread)
+            self.assertIn("MPI_Allreduce", fit.stdout)  # a kept feature
+            self.assertLess(abs(p["predicted_seconds"] - walls[1]) / walls[1], 0.2, (p, walls))
 
 
 if __name__ == "__main__":

@@ -337,3 +337,66 @@ TEST_CASE("ParamModelOfManyVaryingParametersSearchesTheBestFew") {
   CHECK(fit.value().terms[0].factors[0].parameter == 4);
   CHECK(fit.value().terms[0].factors[0].exponent == 2);
 }
+
+TEST_CASE("AppModelFitsEachInputsMedianRun") {
+  // "prog -n N" on 2 tasks, time = 0.1 + 1e-3 * n, each input run three times; one run of every
+  // input is twice as slow (a busy machine). The medians are the clean times.
+  auto run_of = [](int n, int repeat, double seconds) {
+    pskel::model::Run run;
+    run.source = "run" + std::to_string(n) + "." + std::to_string(repeat);
+    run.command = {"./prog", "-n", std::to_string(n)};
+    run.ntasks = 2;
+    run.seconds = seconds;
+    run.features = {{"prog.c:10:for", static_cast<double>(n)}};
+    return run;
+  };
+  std::vector<pskel::model::Run> runs;
+  for (int repeat = 0; repeat < 3; ++repeat)
+    for (int n : {100, 200, 300, 500, 700}) {
+      const double clean = 0.1 + 1e-3 * n;
+      runs.push_back(run_of(n, repeat, repeat == n % 3 ? 2 * clean : clean));
+    }
+  auto fitted = pskel::model::fit_app_model(runs, RegressionOptions{});
+  REQUIRE_MESSAGE(fitted.ok(), fitted.error().line());
+  REQUIRE(fitted.value().runs.size() == 5);
+  for (const pskel::model::FittedRun& r : fitted.value().runs) {
+    CHECK(r.repeats == 3);
+    CHECK(r.seconds == doctest::Approx(0.1 + 1e-3 * r.parameters[1]));
+  }
+  const std::vector<std::string> command = {"./prog", "-n", "2000"};
+  auto p = pskel::model::predict_from_parameters(fitted.value(), command, 2);
+  REQUIRE(p.ok());
+  CHECK(p.value().seconds == doctest::Approx(2.1).epsilon(1e-6));
+  // The repeats survive the model's file; a model written without them reads as one run each.
+  nlohmann::json j = pskel::model::model_to_json(fitted.value());
+  auto back = pskel::model::model_from_json(j);
+  REQUIRE(back.ok());
+  CHECK(back.value().runs[0].repeats == 3);
+  for (auto& r : j["runs"]) r.erase("repeats");
+  back = pskel::model::model_from_json(j);
+  REQUIRE(back.ok());
+  CHECK(back.value().runs[0].repeats == 1);
+  j["runs"][0]["repeats"] = 0.5;
+  CHECK_FALSE(pskel::model::model_from_json(j).ok());
+
+  // Four runs of one input are one input: refused, saying so.
+  std::vector<pskel::model::Run> same(4, run_of(100, 0, 0.2));
+  auto refused = pskel::model::fit_app_model(same, RegressionOptions{});
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().what.find("there are 4 runs of 1 input") != std::string::npos);
+
+  // Inputs that differ but change nothing: the time's mean, and a model file without NaN.
+  std::vector<pskel::model::Run> flat;
+  for (int n : {100, 200, 300, 500}) {
+    flat.push_back(run_of(n, 0, 0.25));
+    flat.back().features = {{"prog.c:3:then", 1}};
+  }
+  auto mean = pskel::model::fit_app_model(flat, RegressionOptions{});
+  REQUIRE_MESSAGE(mean.ok(), mean.error().line());
+  CHECK_FALSE(mean.value().regression.has_value());
+  CHECK(pskel::model::model_to_json(mean.value()).dump().find("NaN") == std::string::npos);
+  CHECK(pskel::model::model_to_json(mean.value()).dump().find("null") == std::string::npos);
+  auto flat_p = pskel::model::predict_from_parameters(mean.value(), command, 2);
+  REQUIRE(flat_p.ok());
+  CHECK(flat_p.value().seconds == doctest::Approx(0.25));
+}

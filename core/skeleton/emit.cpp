@@ -10,6 +10,7 @@
 
 #include "skeleton/cexpr.h"
 #include "skeleton/model.h"
+#include "skeleton/rank_noise.h"
 #include "skeleton/skeleton.h"
 
 namespace pskel::skeleton {
@@ -294,20 +295,57 @@ class Emitter {
 
   // ---- compute ------------------------------------------------------------------------------
 
-  void compute(const std::vector<double>& ns, const std::vector<bool>& present, std::string_view name) {
+  // `samples`: per world rank, the gaps (ns) behind ns[rank], for telling ranks that compute
+  // alike from ranks that do not.
+  void compute(const std::vector<double>& ns, const std::vector<lt::Stat>& samples,
+               const std::vector<bool>& present, std::string_view name) {
     std::vector<double> units(ns.size(), 0);
     std::vector<bool> here(ns.size(), false);  // the ranks that get to this call
+    std::vector<RankSample> spread;
     bool any = false;
+    double largest = 0;
     for (size_t r = 0; r < ns.size(); ++r) {
       if (!present[r] || !known_[r]) continue;
       here[r] = true;
       units[r] = std::round(ns[r] / a_.ns_per_unit[r] * 1000.0) / 1000.0;
       any = any || units[r] > 0;
+      largest = std::max(largest, units[r]);
+      const lt::Stat& s = samples[r];
+      const double sd = s.stddev() / a_.ns_per_unit[r];
+      spread.push_back(RankSample{s.n, units[r], sd * sd});
     }
     if (!any) return;
+    // Ranks whose values differ by no more than their own calls' noise replay one value: the
+    // largest, which keeps the slowest rank's time (what a synchronising job waits for).
+    std::string alike;
+    if (spread.size() > 1 &&
+        std::any_of(spread.begin(), spread.end(),
+                    [&](const RankSample& x) { return x.mean != spread[0].mean; }) &&
+        ranks_indistinct(spread, noise())) {
+      for (size_t r = 0; r < units.size(); ++r)
+        if (here[r]) units[r] = largest;
+      alike = fmt::format("  /* {} ranks alike within their noise: the largest */", spread.size());
+    }
     const std::string what = tables_.doubles(name, units, here);
-    if (in_scaled_ || s_.scale <= 1) line(fmt::format("pskel_compute({});", what));
-    else line(fmt::format("pskel_compute_outside({});", what));
+    if (in_scaled_ || s_.scale <= 1) line(fmt::format("pskel_compute({});{}", what, alike));
+    else line(fmt::format("pskel_compute_outside({});{}", what, alike));
+  }
+
+  // The relative variance of one compute gap in this trace (rank_noise.h), over every event's
+  // repeated gaps.
+  double noise() {
+    if (noise_ < 0) {
+      std::vector<RankSample> repeated;
+      for (const EventInfo& info : a_.events)
+        if (info.event != nullptr)
+          for (const lt::RankCall& c : info.event->ranks)
+            if (c.gap_ns.n >= 2) {
+              const double sd = c.gap_ns.stddev();
+              repeated.push_back(RankSample{c.gap_ns.n, c.gap_ns.mean, sd * sd});
+            }
+      noise_ = pooled_relative_variance(repeated);
+    }
+    return noise_;
   }
 
   // ---- structure ----------------------------------------------------------------------------
@@ -424,9 +462,13 @@ class Emitter {
     const bool opened = open_if(present);
     if (mode != Mode::prepost) {
       std::vector<double> entry(static_cast<size_t>(a_.world_size), 0);
+      std::vector<lt::Stat> samples(entry.size());
       for (const lt::RankLoop& r : l.ranks)
-        if (r.entry_gap_ns.n > 0) entry[static_cast<size_t>(r.rank)] = r.entry_gap_ns.mean;
-      compute(entry, present, fmt::format("loop{}_entry_work", loop_counter_));
+        if (r.entry_gap_ns.n > 0) {
+          entry[static_cast<size_t>(r.rank)] = r.entry_gap_ns.mean;
+          samples[static_cast<size_t>(r.rank)] = r.entry_gap_ns;
+        }
+      compute(entry, samples, present, fmt::format("loop{}_entry_work", loop_counter_));
     }
     ++loop_counter_;
     if (scaled && mode != Mode::prepost) {
@@ -490,9 +532,12 @@ class Emitter {
     }
     const bool opened = open_if(present);
     std::vector<double> gap(static_cast<size_t>(a_.world_size), 0);
-    for (const lt::RankCall& c : e.ranks)
+    std::vector<lt::Stat> gap_samples(gap.size());
+    for (const lt::RankCall& c : e.ranks) {
       gap[static_cast<size_t>(c.rank)] =
           c.gap_ns.n == 0 ? 0 : o_.typical_gaps ? c.gap_typical.mean : c.gap_ns.mean;
+      gap_samples[static_cast<size_t>(c.rank)] = c.gap_ns;
+    }
     // The first call of a loop's body: in the first iteration its gap is the loop's entry gap,
     // replayed before the loop (looptree.h). In a scaled loop every iteration gets the mean
     // (one mean too many out of N, against a weight of N/run on a missing one).
@@ -508,7 +553,7 @@ class Emitter {
       }
     }
     if (!any_skip) {
-      compute(gap, present, hint(e, "work"));
+      compute(gap, gap_samples, present, hint(e, "work"));
     } else {
       const std::string cond =
           all_skip ? fmt::format("{} > 0", loops_.back().var)
@@ -516,7 +561,7 @@ class Emitter {
                                  tables_.ints(hint(e, "entry"), std::vector<int64_t>(skip.begin(), skip.end()), present));
       line(fmt::format("if ({}) {{  /* iteration 0: the loop's entry gap instead */", cond));
       ++indent_;
-      compute(gap, present, hint(e, "work"));
+      compute(gap, gap_samples, present, hint(e, "work"));
       --indent_;
       line("}");
     }
@@ -526,9 +571,13 @@ class Emitter {
     }
     if (!info.skip.empty()) {
       std::vector<double> comm(static_cast<size_t>(a_.world_size), 0);
-      for (const lt::RankCall& c : e.ranks) comm[static_cast<size_t>(c.rank)] = c.comm_ns.mean;
+      std::vector<lt::Stat> comm_samples(comm.size());
+      for (const lt::RankCall& c : e.ranks) {
+        comm[static_cast<size_t>(c.rank)] = c.comm_ns.mean;
+        comm_samples[static_cast<size_t>(c.rank)] = c.comm_ns;
+      }
       line(fmt::format("/* {} not reproduced ({}): its time as compute */", lt::describe(e), info.skip));
-      compute(comm, present, hint(e, "time"));
+      compute(comm, comm_samples, present, hint(e, "time"));
       substitutions.insert(fmt::format("{}: not reproduced ({}), replaced by compute of its duration",
                                        function_name(info.fn), info.skip));
       close(opened);
@@ -1279,6 +1328,7 @@ class Emitter {
   const Options& o_;
   const MemoryPlan memory_;
   Tables tables_;
+  double noise_ = -1;  // noise(), once computed
   std::vector<bool> known_;
   std::vector<std::vector<bool>> saved_known_;
   std::vector<LoopCtx> loops_;

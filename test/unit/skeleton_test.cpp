@@ -540,6 +540,54 @@ TEST_CASE("skeleton: peers on a grid with MPI_PROC_NULL edges are rules, not per
   for (size_t at = s.source.find("static const int "); at != std::string::npos;
        at = s.source.find("static const int ", at + 1))  // per-rank int tables: peers, tags
     CHECK(s.source.substr(at, s.source.find('\n', at) - at).find("[512]") == std::string::npos);
+  // The gaps are noise around one median on every rank: one value each, not a table.
+  CHECK(!has(s.source, "static const double"));
+  CHECK(has(s.source, "512 ranks alike within their noise: the largest"));
+}
+
+namespace {
+
+// Every rank: Init, 60 x (gap, Allreduce), Finalize; gaps 1000 ns x `share(rank)` with the same
+// noise (+-10 %) on every rank.
+std::vector<RankBuilder> noisy_allreduce(int ranks, double (*share)(int)) {
+  auto w = pskel::test::world(ranks);
+  for (int r = 0; r < ranks; ++r) {
+    w[r].add(Fn::MPI_Init);
+    for (int i = 0; i < 60; ++i) {
+      const double noise = 0.9 + 0.2 * static_cast<double>((i * 7 + r * 13) % 11) / 10;
+      w[r].timing(static_cast<int64_t>(1000 * share(r) * noise), 100);
+      w[r].collective(Fn::MPI_Allreduce, 1, tr::kNoRank, tr::Op::sum);
+    }
+    w[r].add(Fn::MPI_Finalize);
+  }
+  return w;
+}
+
+}  // namespace
+
+TEST_CASE("skeleton: ranks that compute alike within their noise replay one value, the largest") {
+  auto alike = noisy_allreduce(16, [](int) { return 1.0; });
+  const sk::Skeleton s = generate(build(alike, 1.0));
+  CHECK(!has(s.source, "_work["));
+  CHECK(has(s.source, "16 ranks alike within their noise: the largest"));
+  // The largest rank mean: no rank computes less than it did, none more than the slowest.
+  const size_t at = s.source.find("pskel_compute(", s.source.find("for (long"));
+  REQUIRE(at != std::string::npos);
+  const double units = std::stod(s.source.substr(at + 14));
+  CHECK(units > 1000);
+  CHECK(units < 1100);
+}
+
+TEST_CASE("skeleton: a rank that computes more than its noise explains keeps its own value") {
+  // Rank 5 computes 10 % more: as much as the noise of one gap, but over 60 of them it is real.
+  auto one_slower = noisy_allreduce(16, [](int r) { return r == 5 ? 1.1 : 1.0; });
+  const sk::Skeleton s = generate(build(one_slower, 1.0));
+  // In the loop: a table. (The gaps before the loop and before Finalize, one a rank, are
+  // within one gap's noise of each other: one value.)
+  CHECK(has(s.source, "_work[16] = {"));
+  const size_t loop = s.source.find("for (long i0 = 0; i0 < 60; ++i0) {");
+  REQUIRE(loop != std::string::npos);
+  CHECK(s.source.find("_work[rank]);", loop) < s.source.find("}", loop));
 }
 
 TEST_CASE("skeleton: a periodic grid's neighbour wraps within its row") {

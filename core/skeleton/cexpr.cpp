@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 namespace pskel::skeleton::detail {
 
@@ -185,6 +186,83 @@ std::string grid_neighbour(const std::vector<int>& ranks, const std::vector<int6
   return "";
 }
 
+// A condition on a 2-D grid of rows of `width` ranks that holds for exactly the ranks with
+// in[r] among those with known[r], or "": the ranks of some columns in some rows, where the
+// columns are all, the first, the last, all but the first, all but the last or the inner ones,
+// and so are the rows. Boundary ranks of a wavefront or a stencil that take part in a call,
+// or do not, are such sets.
+std::string grid_set(const std::vector<bool>& in, const std::vector<bool>& known, int n, int width) {
+  const int height = n / width;
+  std::vector<char> col(static_cast<size_t>(width), 0), row(static_cast<size_t>(height), 0);
+  for (int r = 0; r < n; ++r)
+    if (known[static_cast<size_t>(r)] && in[static_cast<size_t>(r)])
+      col[static_cast<size_t>(r % width)] = row[static_cast<size_t>(r / width)] = 1;
+  for (int r = 0; r < n; ++r)  // a product set: no known rank outside it in its columns x rows
+    if (known[static_cast<size_t>(r)] && !in[static_cast<size_t>(r)] &&
+        col[static_cast<size_t>(r % width)] && row[static_cast<size_t>(r / width)])
+      return "";
+  // Which of the six shapes `marks` has over 0..extent-1, as C over `coord`, with "" for all;
+  // nullopt for none of them.
+  auto shape = [](const std::vector<char>& marks, const std::string& coord,
+                  int extent) -> std::optional<std::string> {
+    const int last = extent - 1;
+    auto is = [&](auto pred) {
+      for (int c = 0; c < extent; ++c)
+        if ((marks[static_cast<size_t>(c)] != 0) != pred(c)) return false;
+      return true;
+    };
+    if (is([](int) { return true; })) return std::string();
+    if (is([](int c) { return c == 0; })) return coord + " == 0";
+    if (is([&](int c) { return c == last; })) return fmt::format("{} == {}", coord, last);
+    if (is([](int c) { return c > 0; })) return coord + " > 0";
+    if (is([&](int c) { return c < last; })) return fmt::format("{} < {}", coord, last);
+    if (is([&](int c) { return c > 0 && c < last; }))
+      return fmt::format("{} > 0 && {} < {}", coord, coord, last);
+    return std::nullopt;
+  };
+  const auto columns = shape(col, fmt::format("rank % {}", width), width);
+  const auto rows = shape(row, fmt::format("rank / {}", width), height);
+  if (!columns || !rows || (columns->empty() && rows->empty())) return "";
+  if (columns->empty()) return *rows;
+  if (rows->empty()) return *columns;
+  return *columns + " && " + *rows;
+}
+
+// grid_set over the row widths that divide n (2 .. n/2), the first that fits.
+std::string grid_condition(const std::vector<bool>& in, const std::vector<bool>& known, int n) {
+  for (int width = 2; width <= n / 2; ++width)
+    if (n % width == 0)
+      if (std::string c = grid_set(in, known, n, width); !c.empty()) return c;
+  return "";
+}
+
+// Two offsets from the rank, told apart by a grid condition:
+// "(rank % 32 == 0 ? rank + 32 : rank - 1)", or "".
+std::string two_offsets(const std::vector<int>& ranks, const std::vector<int64_t>& values, int n) {
+  int64_t first = 0, second = 0;
+  bool have_second = false;
+  for (int r : ranks) {
+    const int64_t v = values[static_cast<size_t>(r)];
+    if (is_token(v)) return "";
+    const int64_t d = v - r;
+    if (r == ranks[0]) first = d;
+    else if (d != first && !have_second) { second = d; have_second = true; }
+    else if (d != first && d != second) return "";
+  }
+  if (!have_second) return "";
+  std::vector<bool> in(static_cast<size_t>(n), false), known(static_cast<size_t>(n), false);
+  for (int r : ranks) {
+    known[static_cast<size_t>(r)] = true;
+    in[static_cast<size_t>(r)] = values[static_cast<size_t>(r)] - r == first;
+  }
+  const std::string when = grid_condition(in, known, n);
+  if (when.empty()) return "";
+  auto offset = [](int64_t d) {
+    return d == 0 ? std::string("rank") : d > 0 ? fmt::format("rank + {}", d) : fmt::format("rank - {}", -d);
+  };
+  return fmt::format("({} ? {} : {})", when, offset(first), offset(second));
+}
+
 }  // namespace
 
 std::string Tables::ints(std::string_view hint, const std::vector<int64_t>& values,
@@ -210,6 +288,7 @@ std::string Tables::ints(std::string_view hint, const std::vector<int64_t>& valu
         return fmt::format("(rank + {}) % size", d2);
   }
   if (std::string grid = grid_neighbour(ranks, values, n_); !grid.empty()) return grid;
+  if (std::string two = two_offsets(ranks, values, n_); !two.empty()) return two;
   std::vector<int64_t> table(static_cast<size_t>(n_), 0);
   for (int r : ranks) table[static_cast<size_t>(r)] = values[static_cast<size_t>(r)];
   return array(hint, fits_int(table) ? "int" : "long", table) + "[rank]";
@@ -251,6 +330,7 @@ std::string Tables::condition(const std::vector<bool>& set, const std::vector<bo
     return "rank % 2 == 1";
   if (in.back() < out.front()) return fmt::format("rank < {}", out.front());
   if (in.front() > out.back()) return fmt::format("rank >= {}", in.front());
+  if (std::string grid = grid_condition(set, known, n_); !grid.empty()) return grid;
   std::vector<int64_t> table(static_cast<size_t>(n_), 0);
   for (int r : in) table[static_cast<size_t>(r)] = 1;
   return array("takes_part", "unsigned char", table) + "[rank]";

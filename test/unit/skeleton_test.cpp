@@ -590,6 +590,26 @@ TEST_CASE("skeleton: a rank that computes more than its noise explains keeps its
   CHECK(s.source.find("_work[rank]);", loop) < s.source.find("}", loop));
 }
 
+TEST_CASE("skeleton: a wavefront's boundary ranks are grid conditions, not per-rank tables") {
+  // 16 x 16 ranks: the first column and the first row receive from fewer neighbours, and a
+  // call merged from two statements has two offsets told apart by the column.
+  const int ranks = 256;
+  tr::TraceSet trace;
+  for (int r = 0; r < ranks; ++r)
+    trace.ranks.push_back(pskel::test::synthetic_rank(pskel::test::Pattern::wavefront, r, ranks,
+                                                      200, 1, pskel::test::GapSource()));
+  Built b;
+  b.trace = std::move(trace);
+  b.trace.meta = {{"mpi", "mpich"}, {"ranks", ranks}};
+  for (tr::RankTrace& r : b.trace.ranks) r.header.work_ns_per_unit = 2.0;
+  b.merged = pskel::merge::merge(b.trace);
+  b.tree = lt::build(b.trace, b.merged, pskel::compress::compress(b.merged.symbols()));
+  const sk::Skeleton s = generate(b);
+  CHECK(!has(s.source, "[256]"));  // no table of any kind as long as the job
+  CHECK(has(s.source, "rank % 16 > 0 && rank % 16 < 15 && rank / 16 > 0 && rank / 16 < 15"));
+  CHECK(has(s.source, "(rank % 16 > 0 ? rank - 1 : rank + 16)"));
+}
+
 TEST_CASE("skeleton: a periodic grid's neighbour wraps within its row") {
   auto w = pskel::test::world(12);  // 3 rows of 4, periodic along the rows
   for (int r = 0; r < 12; ++r) {

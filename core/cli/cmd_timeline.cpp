@@ -46,10 +46,10 @@ std::string write_file_replacing(const std::string& path, const std::string& tex
 
 namespace {
 
-// "0-15,100,200-203" as ascending ranks without repeats; nullopt unless every item is a rank or
-// a range a-b with a <= b (ranks below 2^24).
-std::optional<std::vector<int>> parse_rank_list(const std::string& text) {
-  std::vector<int> out;
+// "0-15,100,200-203" as its ranges [first, last]; nullopt unless every item is a rank or a
+// range a-b with a <= b (ranks below 2^24). Not expanded: the count is checked first.
+std::optional<std::vector<std::pair<int, int>>> parse_rank_list(const std::string& text) {
+  std::vector<std::pair<int, int>> out;
   size_t at = 0;
   const auto number = [&](long& value) {
     const size_t begin = at;
@@ -66,13 +66,26 @@ std::optional<std::vector<int>> parse_rank_list(const std::string& text) {
       ++at;
       if (!number(last) || last < first) return std::nullopt;
     }
-    for (long r = first; r <= last; ++r) out.push_back(static_cast<int>(r));
-    if (out.size() > (size_t{1} << 20)) return std::nullopt;
+    out.emplace_back(static_cast<int>(first), static_cast<int>(last));
     if (at == text.size()) break;
     if (text[at++] != ',') return std::nullopt;
   }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+// The ranks of the ranges, ascending without repeats, or nullopt if they are more than `limit`
+// ("0-16777215" is refused without taking 64 MB).
+std::optional<std::vector<int>> ranks_of(std::vector<std::pair<int, int>> ranges, size_t limit) {
+  std::sort(ranges.begin(), ranges.end());
+  std::vector<int> out;
+  int next = 0;  // the lowest rank not yet listed
+  for (auto [first, last] : ranges) {
+    first = std::max(first, next);
+    if (first > last) continue;
+    if (out.size() + static_cast<size_t>(last - first + 1) > limit) return std::nullopt;
+    for (int r = first; r <= last; ++r) out.push_back(r);
+    next = last + 1;
+  }
   return out;
 }
 
@@ -111,13 +124,14 @@ Subcommand add_timeline_command(CLI::App& app) {
     timeline::PageOptions page;
     page.max_lanes = opt->max_lanes;
     if (!opt->ranks.empty()) {
-      auto ranks = parse_rank_list(opt->ranks);
-      if (!ranks)
+      auto ranges = parse_rank_list(opt->ranks);
+      if (!ranges)
         return usage_error(fmt::format("--ranks {}: not a list of ranks and ranges (0-15,4096)",
                                        one_line(opt->ranks, 80)));
-      if (ranks->size() > opt->max_lanes)
-        return usage_error(fmt::format("--ranks: {} ranks, more than --max-lanes ({})",
-                                       ranks->size(), opt->max_lanes));
+      auto ranks = ranks_of(std::move(*ranges), opt->max_lanes);
+      if (!ranks)
+        return usage_error(fmt::format("--ranks {}: more ranks than --max-lanes ({})",
+                                       one_line(opt->ranks, 80), opt->max_lanes));
       page.ranks = std::move(*ranks);
     }
     auto trace = trace::read_trace_dir(opt->dir);

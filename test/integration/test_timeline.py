@@ -284,7 +284,8 @@ class ManyRanksAreDrawnInGroups(unittest.TestCase):
 
     def test_a_bad_rank_list_is_a_usage_error(self):
         for bad, needle in (("5-3", "not a list of ranks"), ("1,,2", "not a list of ranks"),
-                            ("0-300", "more than --max-lanes (256)")):
+                            ("0-300", "more ranks than --max-lanes (256)"),
+                            ("0-16777215", "more ranks than --max-lanes (256)")):
             r = run([PSKEL, "timeline", self.trace, "-o", f"{self.tmp.name}/x.html",
                      "--ranks", bad])
             self.assertEqual(r.returncode, 2, r.stderr)

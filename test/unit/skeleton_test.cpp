@@ -47,6 +47,20 @@ sk::Skeleton generate(const Built& b, int64_t scale = 1) {
   return g.value();
 }
 
+// A generated trace of `ranks` ranks of `events` calls (synthetic_trace.h) through the merge,
+// loop compression and loop tree.
+Built synthetic(pskel::test::Pattern pattern, int ranks, int events) {
+  Built b;
+  for (int r = 0; r < ranks; ++r)
+    b.trace.ranks.push_back(
+        pskel::test::synthetic_rank(pattern, r, ranks, events, 1, pskel::test::GapSource()));
+  b.trace.meta = {{"mpi", "mpich"}, {"ranks", ranks}};
+  for (tr::RankTrace& r : b.trace.ranks) r.header.work_ns_per_unit = 2.0;
+  b.merged = pskel::merge::merge(b.trace);
+  b.tree = lt::build(b.trace, b.merged, pskel::compress::compress(b.merged.symbols()));
+  return b;
+}
+
 bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
 
 size_t count(const std::string& text, const std::string& what) {
@@ -522,17 +536,7 @@ TEST_CASE("TraceTextCannotEndTheSkeletonsCommentOrStringLiteral") {
 
 TEST_CASE("skeleton: peers on a grid with MPI_PROC_NULL edges are rules, not per-rank tables") {
   const int ranks = 512;  // 8 x 8 x 8
-  tr::TraceSet trace;
-  for (int r = 0; r < ranks; ++r)
-    trace.ranks.push_back(pskel::test::synthetic_rank(pskel::test::Pattern::halo3d, r, ranks, 140, 1,
-                                                      pskel::test::GapSource()));
-  Built b;
-  b.trace = std::move(trace);
-  b.trace.meta = {{"mpi", "mpich"}, {"ranks", ranks}};
-  for (tr::RankTrace& r : b.trace.ranks) r.header.work_ns_per_unit = 2.0;
-  b.merged = pskel::merge::merge(b.trace);
-  b.tree = lt::build(b.trace, b.merged, pskel::compress::compress(b.merged.symbols()));
-  const sk::Skeleton s = generate(b);
+  const sk::Skeleton s = generate(synthetic(pskel::test::Pattern::halo3d, ranks, 140));
   CHECK(has(s.source, "(rank % 8 > 0 ? rank - 1 : MPI_PROC_NULL)"));
   CHECK(has(s.source, "(rank % 8 < 7 ? rank + 1 : MPI_PROC_NULL)"));
   CHECK(has(s.source, "(rank / 8 % 8 > 0 ? rank - 8 : MPI_PROC_NULL)"));
@@ -594,17 +598,7 @@ TEST_CASE("skeleton: a wavefront's boundary ranks are grid conditions, not per-r
   // 16 x 16 ranks: the first column and the first row receive from fewer neighbours, and a
   // call merged from two statements has two offsets told apart by the column.
   const int ranks = 256;
-  tr::TraceSet trace;
-  for (int r = 0; r < ranks; ++r)
-    trace.ranks.push_back(pskel::test::synthetic_rank(pskel::test::Pattern::wavefront, r, ranks,
-                                                      200, 1, pskel::test::GapSource()));
-  Built b;
-  b.trace = std::move(trace);
-  b.trace.meta = {{"mpi", "mpich"}, {"ranks", ranks}};
-  for (tr::RankTrace& r : b.trace.ranks) r.header.work_ns_per_unit = 2.0;
-  b.merged = pskel::merge::merge(b.trace);
-  b.tree = lt::build(b.trace, b.merged, pskel::compress::compress(b.merged.symbols()));
-  const sk::Skeleton s = generate(b);
+  const sk::Skeleton s = generate(synthetic(pskel::test::Pattern::wavefront, ranks, 200));
   CHECK(!has(s.source, "[256]"));  // no table of any kind as long as the job
   CHECK(has(s.source, "rank % 16 > 0 && rank % 16 < 15 && rank / 16 > 0 && rank / 16 < 15"));
   CHECK(has(s.source, "(rank % 16 > 0 ? rank - 1 : rank + 16)"));

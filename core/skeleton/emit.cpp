@@ -484,17 +484,23 @@ class Emitter {
     ++indent_;
     LoopCtx ctx{var, l.iterations, run, scaled != nullptr, {}};
     ctx.entry.assign(static_cast<size_t>(a_.world_size), kNoEvent);
-    for (const lt::RankLoop& r : l.ranks) {
-      for (const lt::Item& it : l.body) {
-        bool takes_part = false;
-        if (it.is_loop()) {
-          for (const lt::RankLoop& x : it.loop().ranks) takes_part = takes_part || x.rank == r.rank;
-        } else {
-          for (const lt::RankCall& c : it.event().ranks) takes_part = takes_part || c.rank == r.rank;
-        }
-        if (!takes_part) continue;
-        if (!it.is_loop()) ctx.entry[static_cast<size_t>(r.rank)] = it.event().id;
-        break;
+    // Each rank's first item of the body, in one pass over the items' ranks (a pass per rank
+    // was quadratic in the ranks: 45 % of a 16,384-rank wavefront's generation).
+    std::vector<bool> placed(static_cast<size_t>(a_.world_size), false);
+    size_t left = l.ranks.size();
+    auto first_item = [&](int32_t rank, uint32_t entry) {
+      const auto r = static_cast<size_t>(rank);
+      if (!present[r] || placed[r]) return;
+      placed[r] = true;
+      ctx.entry[r] = entry;
+      --left;
+    };
+    for (const lt::Item& it : l.body) {
+      if (left == 0) break;
+      if (it.is_loop()) {
+        for (const lt::RankLoop& x : it.loop().ranks) first_item(x.rank, kNoEvent);
+      } else {
+        for (const lt::RankCall& c : it.event().ranks) first_item(c.rank, it.event().id);
       }
     }
     loops_.push_back(std::move(ctx));

@@ -12,6 +12,7 @@
 int pskel_rank = 0, pskel_size = 1;
 char *pskel_sbuf = NULL, *pskel_rbuf = NULL;
 MPI_Comm *pskel_comm = NULL;
+int pskel_last_source = MPI_PROC_NULL; /* no wildcard receive yet: a reply goes nowhere */
 MPI_Status *pskel_statuses = NULL;
 int *pskel_indices = NULL;
 
@@ -234,6 +235,15 @@ void pskel_free_request(int event)
     }
     CHK(MPI_Request_free(&r->handle[0]));
     ring_remove(r, 0);
+}
+
+int pskel_recv(void *buf, int count, int source, int tag, MPI_Comm comm)
+{
+    MPI_Status status;
+    const int rc = MPI_Recv(buf, count, MPI_BYTE, source, tag, comm, &status);
+    if (rc == MPI_SUCCESS && source == MPI_ANY_SOURCE)
+        pskel_last_source = status.MPI_SOURCE;
+    return rc;
 }
 
 static MPI_Request *group = NULL;

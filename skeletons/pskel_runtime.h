@@ -88,6 +88,14 @@ void pskel_compute_outside(double units);
 /* From now on, time is accounted at `factor` (see above). */
 void pskel_section(double factor);
 
+/* Replies (a master answering whichever worker reported first): the skeleton's wildcard
+ * receives remember the source they matched, and a reply is sent there, so the skeleton's
+ * run answers whoever comes first in it, as the program did. pskel_recv is MPI_Recv that sets
+ * pskel_last_source when `source` is MPI_ANY_SOURCE; a reply's destination is
+ * pskel_last_source (a rank of the communicator of that receive, which is the reply's). */
+extern int pskel_last_source;
+int pskel_recv(void *buf, int count, int source, int tag, MPI_Comm comm);
+
 /* Requests of event `event`. */
 MPI_Request *pskel_request(int event);            /* a new one, for MPI_Isend, MPI_Irecv... */
 MPI_Request *pskel_persistent(int event);         /* a new persistent one (MPI_Send_init...) */

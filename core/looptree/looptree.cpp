@@ -144,7 +144,7 @@ class Builder {
       }
       RankCall call;
       call.rank = part.rank;
-      call.peer = r.peer;
+      call.peer = merged_.is_reply(part.rank, part.record) ? kLastWildcardSource : r.peer;
       call.source = (r.flags & trace::kFlagAnySource) ? trace::kAnySource : r.source;
       call.sample = part;
       event.ranks.push_back(std::move(call));
@@ -290,6 +290,7 @@ std::string party(const RankCall& call) {
     case trace::kAnySource: return "any";
     case trace::kRootSelf: return "root";
     case trace::kUnknownRank: return "?";
+    case kLastWildcardSource: return "reply";
     default: return offset(who, call.rank);
   }
 }

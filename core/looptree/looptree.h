@@ -30,10 +30,15 @@ struct Stat {
   double stddev() const;
 };
 
+// RankCall::peer of a reply (merge::reply_records): the send goes to the source of the rank's
+// last wildcard receive, whichever rank that was in the instance.
+inline constexpr int32_t kLastWildcardSource = -64;
+
 // One rank's part in an event, over all the event's instances.
 struct RankCall {
   int32_t rank = 0;
-  int32_t peer = trace::kNoRank;     // world rank sent to (trace:: markers for none/PROC_NULL)
+  int32_t peer = trace::kNoRank;     // world rank sent to (trace:: markers for none/PROC_NULL,
+                                     // or kLastWildcardSource)
   int32_t source = trace::kNoRank;   // world rank received from; kAnySource for a wildcard
   Rule root;      // world rank; a rule because roots often rotate (SUMMA, LU: root = k % p)
   Rule send_bytes;

@@ -96,7 +96,7 @@ uint64_t pull_channel(const RankView& v, size_t p, int32_t world_size) {
           channel = (uint64_t{3} << 48) | static_cast<uint32_t>(id);
           return;
         }
-        const uint64_t peers = wrapped_peers(*c, v.rank, world_size);
+        const uint64_t peers = wrapped_peers(*c, v.rank, world_size, false);  // creators: no replies
         channel = c->source != trace::kNoRank
                       ? (uint64_t{2} << 48) | (uint64_t{c->comm} << 32) | (peers & 0xFFFFFFFF)
                       : (uint64_t{1} << 48) | (uint64_t{c->comm} << 32) | (peers >> 32);
@@ -283,12 +283,13 @@ class Aligner {
   }
 
   // Whether two calls of one shape can be one statement's: each of their peer codes (wrapped
-  // relative peers) is equal, or a marker (MPI_PROC_NULL, MPI_ANY_SOURCE, unknown) on one side.
+  // relative peers) is equal, or a marker (MPI_PROC_NULL, MPI_ANY_SOURCE, reply, unknown) on one
+  // side.
   static bool peers_agree(uint64_t a, uint64_t b) {
     const auto half_agrees = [](uint32_t x, uint32_t y) {
       const auto marker = [](uint32_t c) {
         return c == static_cast<uint32_t>(kCodeProcNull) || c == static_cast<uint32_t>(kCodeAny) ||
-               c == static_cast<uint32_t>(kCodeUnknown);
+               c == static_cast<uint32_t>(kCodeUnknown) || c == static_cast<uint32_t>(kCodeReply);
       };
       return x == y || marker(x) || marker(y);
     };

@@ -3,6 +3,7 @@
 // symbols.cpp): the per-rank view the passes share, peer codes, and a small map cleared in O(1).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -27,6 +28,8 @@ inline constexpr int32_t kCodeNone = INT32_MIN;         // the call has no such 
 inline constexpr int32_t kCodeProcNull = INT32_MIN + 1;
 inline constexpr int32_t kCodeAny = INT32_MIN + 2;      // posted with MPI_ANY_SOURCE
 inline constexpr int32_t kCodeUnknown = INT32_MIN + 3;  // untranslatable, or not a rank
+inline constexpr int32_t kCodeReply = INT32_MIN + 4;    // to the last wildcard source (replies)
+inline constexpr int32_t kLastCode = kCodeReply;        // codes above it are relative peers
 
 inline int32_t peer_code(int32_t peer, int32_t rank) {
   if (peer >= 0) return peer - rank;
@@ -48,12 +51,14 @@ inline int32_t source_code(const trace::Record& r, int32_t rank) {
 
 // Both peer codes of a call, relative offsets taken modulo the number of ranks (so that the
 // ranks of a ring agree across its wrap-around), in one word.
-inline uint64_t wrapped_peers(const trace::Record& r, int32_t rank, int32_t ranks) {
+// `reply`: r is one of the rank's replies (its peer is kCodeReply).
+inline uint64_t wrapped_peers(const trace::Record& r, int32_t rank, int32_t ranks, bool reply) {
   const auto wrap = [ranks](int32_t code) -> uint32_t {
-    return code > kCodeUnknown ? static_cast<uint32_t>(((code % ranks) + ranks) % ranks)
-                               : static_cast<uint32_t>(code);
+    return code > kLastCode ? static_cast<uint32_t>(((code % ranks) + ranks) % ranks)
+                            : static_cast<uint32_t>(code);
   };
-  return (uint64_t{wrap(peer_code(r.peer, rank))} << 32) | wrap(source_code(r, rank));
+  const int32_t to = reply ? kCodeReply : peer_code(r.peer, rank);
+  return (uint64_t{wrap(to)} << 32) | wrap(source_code(r, rank));
 }
 
 // One rank as the passes see it.
@@ -66,6 +71,7 @@ struct RankView {
   std::vector<uint32_t> round;    // per position in order: its round (normalize.cpp), from 1
   uint32_t rounds = 0;            // rounds numbered so far
   std::vector<uint32_t> creator;  // request id -> index + 1 of the record that created it
+  std::span<const uint32_t> replies;  // MergedTrace::replies of this rank
   // Ranks that behave alike (AlikeRanks) are aligned as one: `group` is the rank whose view
   // stands for this one (itself when it leads its group), and a group's leader lists its
   // members in `members`, itself first, ascending. A member's shape, peers and round are
@@ -78,6 +84,10 @@ struct RankView {
   std::span<const int64_t> aux(uint32_t index) const;
   // The record that created request `id`, or nullptr if none did (or the id is 0).
   const trace::Record* creator_of(int64_t id) const;
+  // Whether record `index` is one of the rank's replies. O(log replies).
+  bool is_reply(uint32_t index) const {
+    return !replies.empty() && std::binary_search(replies.begin(), replies.end(), index);
+  }
 };
 
 // Calls f(id) for each request id that the call at record `index` refers to: the one it

@@ -56,16 +56,20 @@ MergedTrace merge(const trace::TraceSet& trace, const MergeOptions& options, Mer
   std::vector<detail::RankView> views(trace.ranks.size());
   detail::AlikeRanks alike(out.world_size);
   out.gap_ns.reserve(trace.ranks.size());
+  out.replies.reserve(trace.ranks.size());
+  for (const trace::RankTrace& rank : trace.ranks) out.replies.push_back(reply_records(rank));
   for (size_t r = 0; r < trace.ranks.size(); ++r) {
     detail::RankView& v = views[r];
     v.trace = &trace.ranks[r];
     v.rank = static_cast<int32_t>(r);
+    v.replies = out.replies[r];
     local.reordered += detail::normalize(v);
     v.shape.reserve(v.order.size());
     v.peers.reserve(v.order.size());
     for (uint32_t index : v.order) {
       v.shape.push_back(detail::shape_of(v.record(index)));
-      v.peers.push_back(detail::wrapped_peers(v.record(index), v.rank, out.world_size));
+      v.peers.push_back(
+          detail::wrapped_peers(v.record(index), v.rank, out.world_size, v.is_reply(index)));
     }
     if (options.group_alike) {
       alike.add(views, v.rank);

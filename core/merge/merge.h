@@ -4,6 +4,7 @@
 // Pure functions over a TraceSet; thread-compatible (no shared state).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -40,11 +41,19 @@ struct MergedTrace {
   // Per symbol: a readable description of what the symbol stands for, e.g.
   // "MPI_Isend comm=0 peers=[+1 +1 +1 -]".
   std::vector<std::string> symbol_key;
+  // Per rank, ascending: its records that are replies (reply_records), whose peer in the
+  // symbol key is "the source of the rank's last wildcard receive", not a rank.
+  std::vector<std::vector<uint32_t>> replies;
 
   std::span<const Part> parts_of(const Event& e) const {
     return {parts.data() + e.first_part, e.part_count};
   }
   std::vector<Symbol> symbols() const;
+  bool is_reply(int32_t rank, uint32_t record) const {
+    if (rank < 0 || static_cast<size_t>(rank) >= replies.size()) return false;
+    const std::vector<uint32_t>& r = replies[static_cast<size_t>(rank)];
+    return std::binary_search(r.begin(), r.end(), record);
+  }
 };
 
 struct MergeOptions {
@@ -75,7 +84,7 @@ struct MergeStats {
 // calls are a supersequence of every other rank's (ranks differ only by skipping calls, or by
 // orders Algorithm 1 removes), there are exactly as many events as the busiest rank has calls.
 // Symbol key: function, comm id, participating ranks and per participant its peers relative to
-// its rank (PROC_NULL, MPI_ANY_SOURCE and untranslatable ranks as markers; a Start has the
+// its rank (PROC_NULL, MPI_ANY_SOURCE, replies and untranslatable ranks as markers; a Start has the
 // peers of the call that created its request), root, op, in-place flag, and the request count
 // of Waitall/Testall/Startall; never counts, bytes, tags, times or request ids. `stats` may be
 // null; it is overwritten.
@@ -85,6 +94,12 @@ struct MergeStats {
 // (MergeStats::groups), and O(n·L) remains for reading, normalising and the parts.
 MergedTrace merge(const trace::TraceSet& trace, const MergeOptions& options = {},
                   MergeStats* stats = nullptr);
+
+// The records of `rank` that reply to its last wildcard receive (core/merge/replies.cpp): a
+// send, after an MPI_Recv with MPI_ANY_SOURCE on its communicator, to the source that receive
+// resolved to, where the sends of its shape go there at least 90 % of the time and reach more
+// than one rank. Ascending. O(records).
+std::vector<uint32_t> reply_records(const trace::RankTrace& rank);
 
 // Algorithm 1 alone: indices of `rank`'s event records (pseudo-records left out) in the
 // canonical order merge() uses (core/merge/normalize.cpp documents it). `moved` (may be null)

@@ -6,7 +6,8 @@
 //
 // `to`/`from` are the peers the participant sends to / receives from, relative to its own rank
 // (peer - rank, so SPMD neighbours agree) or a kCode* marker: no such party, MPI_PROC_NULL,
-// MPI_ANY_SOURCE (the flag, not the resolved source: master/worker loops fold), untranslatable.
+// MPI_ANY_SOURCE (the flag, not the resolved source: master/worker loops fold), a reply to the
+// last wildcard source (merge.h: reply_records; so do the master's answers), untranslatable.
 // A Start takes the peers of the call that created its request. `root` says only whether there
 // is a root rank (kRootIsRank) or which marker: which rank it is stays out of the key, like the
 // sizes, because roots often rotate with the loop (SUMMA, LU: root = k % p); the loop tree keeps
@@ -47,7 +48,8 @@ void append_part_key(const RankView& v, const Part& part, std::vector<int32_t>& 
   if (r.function == static_cast<uint16_t>(FunctionId::MPI_Start))
     if (const tr::Record* c = v.creator_of(r.request)) peers = c;
   const int64_t nreq = counts_requests(r.function) ? std::clamp<int64_t>(r.count, 0, INT32_MAX) : 0;
-  key.insert(key.end(), {part.rank, peer_code(peers->peer, part.rank),
+  const int32_t to = v.is_reply(part.record) ? kCodeReply : peer_code(peers->peer, part.rank);
+  key.insert(key.end(), {part.rank, to,
                          source_code(*peers, part.rank), root_code(r.root),
                          r.op | ((r.flags & tr::kFlagInPlace) ? kInPlaceBit : 0),
                          static_cast<int32_t>(nreq)});
@@ -124,6 +126,8 @@ std::string code_text(int32_t code) {
       return "any";
     case kCodeUnknown:
       return "?";
+    case kCodeReply:
+      return "reply";
     default:
       return (code >= 0 ? "+" : "") + std::to_string(code);
   }

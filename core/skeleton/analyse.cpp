@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "skeleton/cexpr.h"
 #include "skeleton/model.h"
 
 namespace pskel::skeleton::detail {
@@ -182,6 +183,14 @@ class Analyser {
             (call.tag.kind != lt::Rule::Kind::constant ||
              call.recv_tag.kind != lt::Rule::Kind::constant))
           out_.comm_tags_vary[static_cast<size_t>(info.comm[j])] = true;
+        // Which message a reply carries (a task, a stop) depends on who came first in the
+        // skeleton's run: receives on its communicator take any tag and any size it sends.
+        if (call.peer == lt::kLastWildcardSource && info.comm[j] >= 0) {
+          out_.replies = true;
+          out_.comm_tags_vary[static_cast<size_t>(info.comm[j])] = true;
+          int64_t& most = out_.comm_reply_bytes[static_cast<size_t>(info.comm[j])];
+          most = std::max(most, rule_max(call.send_bytes, event.instances));
+        }
       }
     }
   }
@@ -411,6 +420,7 @@ Result<Analysis> analyse(const tr::TraceSet& trace, const merge::MergedTrace& me
     return Error{trace.dir, "the loop tree does not match the merged trace"};
   a.communicators();
   out.comm_tags_vary.assign(out.comms.size(), false);
+  out.comm_reply_bytes.assign(out.comms.size(), -1);
   a.event_facts();
   a.requests();
   return out;

@@ -263,10 +263,53 @@ std::string two_offsets(const std::vector<int>& ranks, const std::vector<int64_t
   return fmt::format("({} ? {} : {})", when, offset(first), offset(second));
 }
 
+// The first rank of each block of `block` ranks plus an offset ("rank / 64 * 64": a worker's
+// master when every 64 ranks have one), over the block sizes that divide n, or "".
+std::string block_start(const std::vector<int>& ranks, const std::vector<int64_t>& values, int n) {
+  for (int block = 2; block <= n / 2; ++block) {
+    if (n % block != 0) continue;
+    const int64_t offset = values[static_cast<size_t>(ranks[0])] - ranks[0] / block * block;
+    if (!std::all_of(ranks.begin(), ranks.end(), [&](int r) {
+          return values[static_cast<size_t>(r)] == r / block * block + offset;
+        }))
+      continue;
+    if (offset == 0) return fmt::format("rank / {0} * {0}", block);
+    return fmt::format("(rank / {0} * {0} {1} {2})", block, offset > 0 ? '+' : '-', std::abs(offset));
+  }
+  return "";
+}
+
+// Whether an expression reads a table (it then saves nothing over a table of the values).
+bool reads_table(const std::string& expr) { return expr.find('[') != std::string::npos; }
+
 }  // namespace
+
+std::string Tables::split(std::string_view hint, const std::vector<int>& ranks,
+                          const std::vector<int64_t>& values, const std::vector<bool>& present) {
+  const int64_t first = values[static_cast<size_t>(ranks[0])];
+  const auto other = std::find_if(ranks.begin(), ranks.end(),
+                                  [&](int r) { return values[static_cast<size_t>(r)] != first; });
+  for (const int64_t value : {first, values[static_cast<size_t>(*other)]}) {
+    std::vector<bool> in(present.size(), false), rest = present;
+    for (int r : ranks) {
+      in[static_cast<size_t>(r)] = values[static_cast<size_t>(r)] == value;
+      rest[static_cast<size_t>(r)] = !in[static_cast<size_t>(r)];
+    }
+    const std::string when = rule_condition(in, present);
+    if (when == kNoRule) continue;
+    const std::string otherwise = ints(hint, values, rest, /*split_further=*/false);
+    if (!reads_table(otherwise)) return fmt::format("({} ? {} : {})", when, literal(value), otherwise);
+  }
+  return "";
+}
 
 std::string Tables::ints(std::string_view hint, const std::vector<int64_t>& values,
                          const std::vector<bool>& present) {
+  return ints(hint, values, present, true);
+}
+
+std::string Tables::ints(std::string_view hint, const std::vector<int64_t>& values,
+                         const std::vector<bool>& present, bool split_further) {
   std::vector<int> ranks;
   for (int r = 0; r < n_ && r < static_cast<int>(values.size()); ++r)
     if (present[static_cast<size_t>(r)]) ranks.push_back(r);
@@ -289,6 +332,10 @@ std::string Tables::ints(std::string_view hint, const std::vector<int64_t>& valu
   }
   if (std::string grid = grid_neighbour(ranks, values, n_); !grid.empty()) return grid;
   if (std::string two = two_offsets(ranks, values, n_); !two.empty()) return two;
+  if (!tokens)
+    if (std::string start = block_start(ranks, values, n_); !start.empty()) return start;
+  if (split_further)
+    if (std::string parts = split(hint, ranks, values, present); !parts.empty()) return parts;
   std::vector<int64_t> table(static_cast<size_t>(n_), 0);
   for (int r : ranks) table[static_cast<size_t>(r)] = values[static_cast<size_t>(r)];
   return array(hint, fits_int(table) ? "int" : "long", table) + "[rank]";
@@ -304,6 +351,17 @@ std::string Tables::doubles(std::string_view hint, const std::vector<double>& va
   if (std::all_of(ranks.begin(), ranks.end(),
                   [&](int r) { return values[static_cast<size_t>(r)] == first; }))
     return literal(first);
+  // Two values, told apart by a condition: "(rank % 64 == 0 ? 0.0 : 1204.5)".
+  const double second = values[static_cast<size_t>(*std::find_if(
+      ranks.begin(), ranks.end(), [&](int r) { return values[static_cast<size_t>(r)] != first; }))];
+  if (std::all_of(ranks.begin(), ranks.end(), [&](int r) {
+        return values[static_cast<size_t>(r)] == first || values[static_cast<size_t>(r)] == second;
+      })) {
+    std::vector<bool> in(present.size(), false);
+    for (int r : ranks) in[static_cast<size_t>(r)] = values[static_cast<size_t>(r)] == first;
+    if (const std::string when = rule_condition(in, present); when != kNoRule)
+      return fmt::format("({} ? {} : {})", when, literal(first), literal(second));
+  }
   std::vector<std::string> parts;
   for (int r = 0; r < n_; ++r)
     parts.push_back(present[static_cast<size_t>(r)] ? literal(values[static_cast<size_t>(r)]) : "0.0");
@@ -314,6 +372,14 @@ std::string Tables::doubles(std::string_view hint, const std::vector<double>& va
 }
 
 std::string Tables::condition(const std::vector<bool>& set, const std::vector<bool>& known) {
+  if (std::string rule = rule_condition(set, known); rule != kNoRule) return rule;
+  std::vector<int64_t> table(static_cast<size_t>(n_), 0);
+  for (int r = 0; r < n_; ++r)
+    table[static_cast<size_t>(r)] = known[static_cast<size_t>(r)] && set[static_cast<size_t>(r)];
+  return array("takes_part", "unsigned char", table) + "[rank]";
+}
+
+std::string Tables::rule_condition(const std::vector<bool>& set, const std::vector<bool>& known) const {
   std::vector<int> in, out;
   for (int r = 0; r < n_; ++r) {
     if (!known[static_cast<size_t>(r)]) continue;
@@ -331,9 +397,7 @@ std::string Tables::condition(const std::vector<bool>& set, const std::vector<bo
   if (in.back() < out.front()) return fmt::format("rank < {}", out.front());
   if (in.front() > out.back()) return fmt::format("rank >= {}", in.front());
   if (std::string grid = grid_condition(set, known, n_); !grid.empty()) return grid;
-  std::vector<int64_t> table(static_cast<size_t>(n_), 0);
-  for (int r : in) table[static_cast<size_t>(r)] = 1;
-  return array("takes_part", "unsigned char", table) + "[rank]";
+  return kNoRule;
 }
 
 std::string Tables::one_rule(std::string_view hint, const lt::Rule& rule, const Index& index,

@@ -71,6 +71,15 @@ class Tables {
   std::string declare(std::string_view hint, std::string text_after_name, std::string key);
   std::string one_rule(std::string_view hint, const looptree::Rule& rule, const Index& index,
                        int64_t divisor, std::vector<std::string>& notes);
+  std::string ints(std::string_view hint, const std::vector<int64_t>& values,
+                   const std::vector<bool>& present, bool split_further);
+  // condition() when a rule says it, else kNoRule (no table is declared).
+  static constexpr const char* kNoRule = "?";
+  std::string rule_condition(const std::vector<bool>& set, const std::vector<bool>& known) const;
+  // One value on a set of ranks that a condition names and an expression (not a table) of
+  // the others: "(rank % 64 == 0 ? MPI_ANY_SOURCE : rank / 64 * 64)", or "".
+  std::string split(std::string_view hint, const std::vector<int>& ranks,
+                    const std::vector<int64_t>& values, const std::vector<bool>& present);
 
   int n_;
   std::map<std::string, std::string> by_content_;

@@ -161,6 +161,11 @@ class Emitter {
     return ix;
   }
 
+  static bool wildcard(const EventInfo& info) {
+    return std::ranges::any_of(info.event->ranks,
+                               [](const lt::RankCall& c) { return c.source == tr::kAnySource; });
+  }
+
   std::string hint(const lt::Event& e, std::string_view what) const {
     return fmt::format("e{}_{}", e.id, what);
   }
@@ -185,14 +190,29 @@ class Emitter {
     return l < 0 ? kTokProcNull : l;
   }
 
+  // A reply's destination is pskel_last_source, decided in the skeleton's own run; the other
+  // ranks' destinations are ranks, as an expression or a table of them.
   std::string peer_expr(const EventInfo& info, Side side) {
     std::vector<int64_t> v(static_cast<size_t>(a_.world_size), 0);
+    std::vector<bool> present = present_of(*info.event), replying(v.size(), false);
+    bool replies = false, others = false;
     for (size_t j = 0; j < info.event->ranks.size(); ++j) {
       const lt::RankCall& c = info.event->ranks[j];
-      v[static_cast<size_t>(c.rank)] = local_rank(side == Side::send ? c.peer : c.source, info.comm[j]);
+      const auto r = static_cast<size_t>(c.rank);
+      if (side == Side::send && c.peer == lt::kLastWildcardSource) {
+        replying[r] = replies = true;
+        present[r] = false;
+        continue;
+      }
+      others = others || present[r];
+      v[r] = local_rank(side == Side::send ? c.peer : c.source, info.comm[j]);
     }
-    return tables_.ints(hint(*info.event, side == Side::send ? "dest" : "source"), v,
-                        present_of(*info.event));
+    const std::string ranks =
+        others ? tables_.ints(hint(*info.event, side == Side::send ? "dest" : "source"), v, present) : "";
+    if (!replies) return ranks;
+    if (!others) return "pskel_last_source";
+    const std::string cond = tables_.condition(replying, present_of(*info.event));
+    return fmt::format("({} ? pskel_last_source : {})", cond, ranks);
   }
 
   // Bytes per rank and instance, and the largest value (for the buffers).
@@ -204,6 +224,18 @@ class Emitter {
       const lt::Rule& r = side == Side::send ? c.send_bytes : c.recv_bytes;
       rules[static_cast<size_t>(c.rank)] = &r;
       most = std::max(most, rule_max(r, info.event->instances));
+    }
+    // On a communicator with replies, a receive may get any of them (who came first decides):
+    // room for the largest, which costs no time (a message moves its own bytes).
+    if (side == Side::recv && divisor == 1 && info.kind == tr::FunctionKind::p2p) {
+      int64_t reply = -1;
+      for (size_t j = 0; j < info.event->ranks.size(); ++j)
+        if (info.comm[j] >= 0) reply = std::max(reply, a_.comm_reply_bytes[static_cast<size_t>(info.comm[j])]);
+      if (reply >= 0) {
+        most = std::max(most, reply);
+        if (largest) *largest = most;
+        return std::to_string(most);
+      }
     }
     if (largest) *largest = most;
     return tables_.rules(hint(*info.event, what.empty() ? (side == Side::send ? "sbytes" : "rbytes") : what),
@@ -310,6 +342,7 @@ class Emitter {
       units[r] = std::round(ns[r] / a_.ns_per_unit[r] * 1000.0) / 1000.0;
       any = any || units[r] > 0;
       largest = std::max(largest, units[r]);
+      if (units[r] == 0) continue;  // idle here (a master waiting): not noise, left at 0
       const lt::Stat& s = samples[r];
       const double sd = s.stddev() / a_.ns_per_unit[r];
       spread.push_back(RankSample{s.n, units[r], sd * sd});
@@ -323,7 +356,7 @@ class Emitter {
                     [&](const RankSample& x) { return x.mean != spread[0].mean; }) &&
         ranks_indistinct(spread, noise())) {
       for (size_t r = 0; r < units.size(); ++r)
-        if (here[r]) units[r] = largest;
+        if (here[r] && units[r] != 0) units[r] = largest;
       alike = fmt::format("  /* {} ranks alike within their noise: the largest */", spread.size());
     }
     const std::string what = tables_.doubles(name, units, here);
@@ -641,8 +674,12 @@ class Emitter {
         if (mode == Mode::rewritten) return;  // posted at the start of the group
         const std::string bytes = bytes_expr(info, Side::recv, 1, &most);
         need_recv(most);
-        line(fmt::format("CHK(MPI_Recv(pskel_rbuf, {}, MPI_BYTE, {}, {}, {}, MPI_STATUS_IGNORE));", bytes,
-                         peer_expr(info, Side::recv), tag_expr(info, Side::recv), comm_expr(info)));
+        if (a_.replies && wildcard(info))  // remembers the source it matched, for the replies
+          line(fmt::format("CHK(pskel_recv(pskel_rbuf, {}, {}, {}, {}));", bytes, peer_expr(info, Side::recv),
+                           tag_expr(info, Side::recv), comm_expr(info)));
+        else
+          line(fmt::format("CHK(MPI_Recv(pskel_rbuf, {}, MPI_BYTE, {}, {}, {}, MPI_STATUS_IGNORE));", bytes,
+                           peer_expr(info, Side::recv), tag_expr(info, Side::recv), comm_expr(info)));
         return;
       }
       case FunctionId::MPI_Sendrecv:

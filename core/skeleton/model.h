@@ -72,6 +72,8 @@ struct Group {
                                               // become Isends completed at the end of the run
                                               // (what eager buffering did for the original)
   bool checked = true;                        // false: too long to simulate
+  bool replies = false;                       // holds a reply (looptree::kLastWildcardSource):
+                                              // never receives first, only deferred sends
   std::string reason;                         // why it was rewritten
 };
 
@@ -82,11 +84,13 @@ struct Analysis {
   std::vector<const lt::Loop*> loop_of_event; // innermost loop around each event, or null
   std::vector<Comm> comms;
   std::vector<bool> comm_tags_vary;           // per comm: some tag rule is not constant
+  std::vector<int64_t> comm_reply_bytes;      // per comm: the largest reply sent on it, or -1
   std::vector<std::vector<uint32_t>> event_of;  // [rank][record] -> tree event id or kNoEvent
   // Groups by the body they belong to (the items vector's address).
   std::map<const std::vector<lt::Item>*, std::vector<Group>> groups;
   std::vector<std::string> warnings;
   std::vector<std::string> substitutions;     // calls made differently from the original
+  bool replies = false;                       // some send replies to the last wildcard source
 };
 
 // Walks the tree against the merged trace; fills events, event_of, comms, requests.

@@ -46,6 +46,14 @@ int64_t tag_of(const lt::Rule& rule) {
   return rule.kind == lt::Rule::Kind::constant && rule.base >= 0 ? rule.base : kAny;
 }
 
+bool has_reply(const lt::Item& item) {
+  if (item.is_loop())
+    return std::ranges::any_of(item.loop().body, [](const lt::Item& i) { return has_reply(i); });
+  return std::ranges::any_of(item.event().ranks, [](const lt::RankCall& c) {
+    return c.peer == lt::kLastWildcardSource;
+  });
+}
+
 bool participates(const lt::Item& item, int32_t rank) {
   return item.is_loop() ? item.loop().timing_of(rank) != nullptr
                         : item.event().call_of(rank) != nullptr;
@@ -138,6 +146,7 @@ class Simulator {
     std::vector<size_t> taken;    // requests a completion took
     std::map<int, uint64_t> collectives;  // per communicator: collectives entered
     std::pair<int, uint64_t> in_collective{-1, 0};
+    int32_t last_source = tr::kProcNull;  // of the last wildcard blocking receive (replies)
   };
 
   bool matched(size_t m) const { return m == SIZE_MAX || messages_[m].matched; }
@@ -155,7 +164,7 @@ class Simulator {
       if (want != tr::kAnySource && want != sender) continue;
       if (!tags_match(other.tag, tag)) continue;
       messages_[m].matched = messages_[*it].matched = true;
-      if (!is_send && from == tr::kAnySource) messages_[m].from = sender;
+      messages_[is_send ? *it : m].from = sender;  // a wildcard receive's source, resolved
       theirs.erase(it);
       return m;
     }
@@ -197,7 +206,8 @@ class Simulator {
       s.pending.clear();
       switch (op.kind) {
         case SimOp::Kind::send: {
-          const size_t m = post(rank, op.peer, op.comm, op.tag, true);
+          const int32_t to = op.peer == lt::kLastWildcardSource ? s.last_source : op.peer;
+          const size_t m = post(rank, to, op.comm, op.tag, true);
           if (op.group_request) group_[rank].push_back(m);
           else if (!op.blocking && op.event != kNoEvent) live(rank, op.event).push_back(m);
           else if (op.blocking && !op.buffered) s.pending.push_back(m);
@@ -288,6 +298,9 @@ class Simulator {
         break;
       default:
         for (size_t m : s.pending) done = done && matched(m);
+        if (done && op.kind == SimOp::Kind::recv && op.source == tr::kAnySource && !s.pending.empty() &&
+            s.pending[0] != SIZE_MAX)
+          s.last_source = messages_[s.pending[0]].from;
         break;
     }
     if (!done) return false;
@@ -322,7 +335,9 @@ class Simulator {
       if (need_recv && recvs && (op.source == m.from || op.source == tr::kAnySource) &&
           tags_match(op.rtag, m.tag))
         return true;
-      if (!need_recv && sends && op.peer == m.to && tags_match(op.tag, m.tag)) return true;
+      if (!need_recv && sends && (op.peer == m.to || op.peer == lt::kLastWildcardSource) &&
+          tags_match(op.tag, m.tag))
+        return true;
     }
     return false;
   }
@@ -395,6 +410,7 @@ class Planner {
       Group g;
       g.first = i;
       g.last = end;
+      for (size_t k = i; k < end; ++k) g.replies = g.replies || has_reply(body[k]);
       orders(body, g);
       groups.push_back(std::move(g));
       i = end;
@@ -438,7 +454,13 @@ class Planner {
         if (g != nullptr) blamed.insert(g);
       }
       for (Group* g : blamed) {
-        if (g->rewrite) {
+        if (!g->rewrite && g->replies) {  // receives first would post a reply before its source
+          g->rewrite = g->defer = true;
+          g->reason = fmt::format(
+              "blocking calls of ranks {} wait on each other unless messages are buffered (eager); "
+              "sends deferred (a reply's destination is known only once its receive completed)",
+              ranks);
+        } else if (g->rewrite) {
           g->defer = true;
           g->reason += "; receives first was not enough: sends deferred";
         } else {

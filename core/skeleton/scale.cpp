@@ -118,6 +118,7 @@ class Chooser {
   struct Counts {
     std::map<std::tuple<int, int32_t, int32_t>, int64_t> sends, recvs;  // (comm, from, to)
     std::map<std::pair<int, int32_t>, int64_t> collectives;             // (comm, rank)
+    std::map<std::pair<int, int32_t>, int64_t> replies;                 // (comm, from)
   };
 
   void count(const std::vector<lt::Item>& items, int64_t times, Counts& c) const {
@@ -133,6 +134,7 @@ class Chooser {
         const int comm = info.comm[j];
         auto send = [&](int32_t to, int cm) {
           if (to >= 0) c.sends[{cm, call.rank, to}] += times;
+          if (to == lt::kLastWildcardSource) c.replies[{cm, call.rank}] += times;
         };
         auto recv = [&](int32_t from, int cm) {
           if (from >= 0 || from == tr::kAnySource) c.recvs[{cm, from, call.rank}] += times;
@@ -172,12 +174,29 @@ class Chooser {
     }
   }
 
+  // A reply goes to whoever came first: it balances a receive from its sender that no send of
+  // the iteration does. Adds the replies to `c.sends` that way; false if some are left over.
+  static bool place_replies(Counts& c) {
+    for (auto& [key, replies] : c.replies) {
+      const auto [comm, from] = key;
+      for (const auto& [recv, n] : c.recvs) {
+        if (std::get<0>(recv) != comm || std::get<1>(recv) != from || replies == 0) continue;
+        int64_t& sent = c.sends[recv];
+        const int64_t placed = std::clamp<int64_t>(n - sent, 0, replies);
+        sent += placed;
+        replies -= placed;
+      }
+      if (replies != 0) return false;
+    }
+    return true;
+  }
+
   bool balanced(const lt::Loop& loop) {
     const auto known = balanced_.find(&loop);
     if (known != balanced_.end()) return known->second;
     Counts c;
     count(loop.body, 1, c);
-    bool ok = true;
+    bool ok = place_replies(c);
     // Per destination: as many messages arrive as are received; per source too, unless the
     // destination receives from any source.
     std::map<std::pair<int, int32_t>, int64_t> net;

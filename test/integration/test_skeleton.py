@@ -241,6 +241,57 @@ class EagerRing(unittest.TestCase):
             self.assertTrue(hung, f"{flavour}: eager_ring finished with rendezvous forced")
 
 
+class MasterAnswersWhoeverReported(unittest.TestCase):
+    """masterworker with 3 workers: the master's answers go to whichever worker reported first,
+    so the skeleton sends them to the source its own wildcard receive matched
+    (pskel_last_source), and completes with every message rendezvous (no eager buffering to
+    hide a send to the wrong rank)."""
+
+    def check(self, flavour):
+        with tempfile.TemporaryDirectory(prefix="pskel-mw-") as tmp:
+            tmp = pathlib.Path(tmp)
+            program = [*launcher(flavour, 4), APPS / f"masterworker.{flavour}",
+                       "-n", "60", "-i", "20", "-w", "200"]
+            original = trace(tmp / "trace", program)
+            answered, waited = set(), False
+            for r in records(original / "rank.0.pskt"):
+                waited = waited or (r[0] in RECVS and r[3] & ANY_SOURCE_FLAG)
+                if waited and r[0] in SENDS:
+                    answered.add(r[5])
+            if len(answered) < 2:
+                self.skipTest(f"one worker took every task in the traced run ({answered})")
+            master = function_counts(original / "rank.0.pskt")
+            for scale in (1, K):
+                desc = build_skeleton(original, tmp / f"skeleton.{scale}", scale)
+                source = pathlib.Path(desc["source"]).read_text()
+                self.assertIn("pskel_last_source", source)
+                self.assertNotIn("_dest[", source)  # no table of the traced destinations
+                env = mpi_env(RENDEZVOUS[flavour])
+                again = trace(tmp / f"trace.{scale}", [*launcher(flavour, 4), desc["binary"]])
+                # The master makes the original's calls (all of them: its loop is not scaled by
+                # iterations, the workers' loops not being its own), whoever it answers.
+                self.assertEqual(function_counts(again / "rank.0.pskt"), master, f"K={scale}")
+                r = run([*launcher(flavour, 4), desc["binary"]], env=env, timeout=120)
+                self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+                self.assertIn("errors=0", r.stdout)
+
+    def test_mpich(self):
+        self.check("mpich")
+
+    def test_openmpi(self):
+        self.check("openmpi")
+
+
+def function_counts(path):
+    """Sends, receives and probes a rank made (a Send the planner deferred is still a send)."""
+    counts = {}
+    for r in records(path):
+        family = SENDS.get(r[0]) or RECVS.get(r[0]) or ("probe" if r[0] == 48 else None)
+        if family:
+            counts[family] = counts.get(family, 0) + 1
+    return counts
+
+
 class BadInput(unittest.TestCase):
     @classmethod
     def setUpClass(cls):

@@ -820,3 +820,62 @@ TEST_CASE("property: ranks that skip calls and order exchanges differently merge
   CHECK(tight >= trials * 4 / 5);
   CHECK(merged_events <= busiest_events + busiest_events / 32);
 }
+
+// ---- replies (merge::reply_records) ----------------------------------------------------------
+
+namespace {
+
+// Rank 0 serves ranks 1..n-1: `rounds` x per worker (Recv from any, Send to `answer(source,
+// k)`); a worker: `rounds` x (Send to 0, Recv from 0). Arrivals rotate from round to round.
+tr::TraceSet served(int32_t n, int rounds, const std::function<int32_t(int32_t, int)>& answer) {
+  auto w = world(n);
+  for (auto& b : w) b.add(Fn::MPI_Init);
+  int k = 0;
+  for (int round = 0; round < rounds; ++round)
+    for (int32_t i = 1; i < n; ++i, ++k) {
+      const int32_t source = 1 + (i - 1 + round) % (n - 1);
+      w[0].recv_any(source, 2, 16);
+      w[0].send(answer(source, k), 1, 64);
+    }
+  for (int32_t r = 1; r < n; ++r)
+    for (int round = 0; round < rounds; ++round) {
+      w[static_cast<size_t>(r)].send(0, 2, 16);
+      w[static_cast<size_t>(r)].recv(0, 1, 64);
+    }
+  for (auto& b : w) b.add(Fn::MPI_Finalize);
+  return trace_set(w);
+}
+
+}  // namespace
+
+TEST_CASE("replies: a master's answers to whoever reported are one statement, so its rounds fold") {
+  const tr::TraceSet set = served(8, 20, [](int32_t source, int) { return source; });
+  const std::vector<uint32_t> replies = mg::reply_records(set.ranks[0]);
+  CHECK(replies.size() == 7 * 20);
+  for (uint32_t i : replies) CHECK(set.ranks[0].records[i].function == static_cast<uint16_t>(Fn::MPI_Send));
+  CHECK(mg::reply_records(set.ranks[3]).empty());  // a worker sends to its master alone
+  const mg::MergedTrace m = merged(set);
+  CHECK(m.replies[0] == replies);
+  // The master's part of every answer is "reply", whoever it went to: its symbols differ only
+  // by which workers' sends the merge put beside it, not by the 7 destinations.
+  std::vector<mg::Symbol> answers;
+  for (const mg::Event& e : m.events)
+    for (const mg::Part& p : m.parts_of(e))
+      if (p.rank == 0 && m.is_reply(0, p.record)) answers.push_back(e.symbol);
+  REQUIRE(answers.size() == replies.size());
+  for (mg::Symbol s : answers) CHECK(m.symbol_key[s].find("peers=[reply") != std::string::npos);
+  std::sort(answers.begin(), answers.end());
+  answers.erase(std::unique(answers.begin(), answers.end()), answers.end());
+  CHECK(answers.size() <= 2);  // with workers beside it, and alone
+}
+
+TEST_CASE("replies: a send that only sometimes goes to the last source keeps its peer") {
+  // A pipeline: after each wildcard receive, rank 0 sends on to rank 1, which is the source one
+  // time in seven; and a master with a single worker answers always the same rank.
+  CHECK(mg::reply_records(served(8, 20, [](int32_t, int) { return 1; }).ranks[0]).empty());
+  CHECK(mg::reply_records(served(2, 20, [](int32_t source, int) { return source; }).ranks[0]).empty());
+  // Answers that go to the source but for one send in five: not a reply either (a round robin
+  // that meets the source now and then would look like this).
+  const auto mostly = [](int32_t source, int k) { return k % 5 == 4 ? 1 + source % 7 : source; };
+  CHECK(mg::reply_records(served(8, 20, mostly).ranks[0]).empty());
+}

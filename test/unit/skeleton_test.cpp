@@ -616,3 +616,18 @@ TEST_CASE("skeleton: a periodic grid's neighbour wraps within its row") {
   CHECK(has(s.source, "(rank % 4 < 3 ? rank + 1 : rank - 3)"));
   CHECK(has(s.source, "(rank % 4 > 0 ? rank - 1 : rank + 3)"));
 }
+
+TEST_CASE("skeleton: a master answers whoever reported first, and its skeleton does not grow with the ranks") {
+  // Masters of 64 ranks each; results arrive in a different order every round.
+  const sk::Skeleton small = generate(synthetic(pskel::test::Pattern::master_worker, 64, 800));
+  const sk::Skeleton large = generate(synthetic(pskel::test::Pattern::master_worker, 1024, 800));
+  for (const sk::Skeleton* s : {&small, &large}) {
+    CHECK(has(s->source, "pskel_last_source"));  // the reply goes where the skeleton's run says
+    CHECK(has(s->source, "pskel_recv("));        // ... remembered by its wildcard receive
+    for (const char* table : {"static const int ", "static const double ", "static const unsigned char "})
+      CHECK(!has(s->source, table));             // no per-rank table of any kind
+  }
+  CHECK(has(large.source, "(rank % 64 == 0 ? MPI_ANY_SOURCE : rank / 64 * 64)"));
+  CHECK(large.source.size() < 2 * small.source.size());
+  MESSAGE("skeleton.c of 64 ranks " << small.source.size() << " bytes, of 1,024 " << large.source.size());
+}

@@ -88,6 +88,21 @@ void pskel_compute_outside(double units);
 /* From now on, time is accounted at `factor` (see above). */
 void pskel_section(double factor);
 
+/* Per-rank tables stored as runs of equal values: the run that holds `rank`, the last i with
+ * starts[i] <= rank (starts[0] is 0, ascending). */
+static inline int pskel_run(const int *starts, int n, int rank)
+{
+    int lo = 0, hi = n - 1;
+    while (lo < hi) {
+        const int mid = lo + (hi - lo + 1) / 2;
+        if (starts[mid] <= rank)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
 /* Replies (a master answering whichever worker reported first): the skeleton's wildcard
  * receives remember the source they matched, and a reply is sent there, so the skeleton's
  * run answers whoever comes first in it, as the program did. pskel_recv is MPI_Recv that sets

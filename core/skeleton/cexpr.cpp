@@ -144,6 +144,30 @@ std::string Tables::array2(std::string_view hint, std::string_view type,
                  fmt::format("{}[{}][{}]{{{}}}", type, rows.size(), width, body));
 }
 
+std::string Tables::rows_per_rank(std::string_view hint, std::string_view type,
+                                  const std::vector<std::vector<int64_t>>& rows,
+                                  const std::vector<bool>& present) {
+  std::map<std::vector<int64_t>, int64_t> code;
+  std::vector<std::vector<int64_t>> distinct;
+  std::vector<int64_t> codes(rows.size(), 0);
+  size_t width = 1;
+  for (const auto& row : rows) width = std::max(width, row.size());
+  for (size_t r = 0; r < rows.size(); ++r) {
+    if (r >= present.size() || !present[r]) continue;
+    const auto [it, fresh] = code.try_emplace(rows[r], static_cast<int64_t>(distinct.size()));
+    if (fresh) distinct.push_back(rows[r]);
+    codes[r] = it->second;
+  }
+  // In cells of about the same few characters: the kinds of row and an index entry per rank,
+  // against a row per rank.
+  if (distinct.size() > 256 || 2 * (distinct.size() * width + rows.size()) > rows.size() * width)
+    return array2(hint, type, rows) + "[rank]";
+  const std::string kinds = array2(fmt::format("{}_rows", hint), type, distinct);
+  std::vector<std::string> cells;
+  for (int64_t c : codes) cells.push_back(literal(c));
+  return fmt::format("{}[{}]", kinds, per_rank(fmt::format("{}_index", hint), "unsigned char", cells, present));
+}
+
 namespace {
 
 // The neighbour on a Cartesian grid that `values` holds for `ranks`, as C, or "" if it is not
@@ -279,13 +303,57 @@ std::string block_start(const std::vector<int>& ranks, const std::vector<int64_t
   return "";
 }
 
-// Whether an expression reads a table (it then saves nothing over a table of the values).
-bool reads_table(const std::string& expr) { return expr.find('[') != std::string::npos; }
-
 }  // namespace
 
-std::string Tables::split(std::string_view hint, const std::vector<int>& ranks,
-                          const std::vector<int64_t>& values, const std::vector<bool>& present) {
+std::string Tables::per_rank(std::string_view hint, std::string_view type,
+                             const std::vector<std::string>& cells, const std::vector<bool>& present) {
+  const std::string body = join(cells);
+  const std::string plain = fmt::format("static const {} {}[{}] = {{{}}};", type, kName, cells.size(), body);
+  // Runs of one value (ranks that do not get here extend the run they are in), and the values
+  // that occur, once each.
+  std::vector<int64_t> starts;
+  std::vector<std::string> run_values, distinct;
+  std::map<std::string, int64_t> code;
+  std::vector<int64_t> codes(cells.size(), 0);
+  for (size_t r = 0; r < cells.size(); ++r) {
+    if (!present[r]) continue;
+    if (run_values.empty() || run_values.back() != cells[r]) {
+      starts.push_back(run_values.empty() ? 0 : static_cast<int64_t>(r));
+      run_values.push_back(cells[r]);
+    }
+    const auto [it, fresh] = code.try_emplace(cells[r], static_cast<int64_t>(distinct.size()));
+    if (fresh) distinct.push_back(cells[r]);
+    codes[r] = it->second;
+  }
+  const auto text = [](const std::vector<int64_t>& v) {
+    size_t n = 0;
+    for (int64_t x : v) n += literal(x).size() + 2;
+    return n;
+  };
+  const size_t declaration = 2 * (hint.size() + type.size() + 32);  // two arrays' boilerplate
+  const size_t runs_text = declaration + join(run_values).size() + text(starts);
+  const size_t codes_text = declaration + join(distinct).size() + text(codes);
+  // Compressed only where it saves most of the table: small tables stay as they were.
+  if (std::min(runs_text, codes_text) * 2 > plain.size()) {
+    return declare(hint, plain, fmt::format("{}[{}]{{{}}}", type, cells.size(), body)) + "[rank]";
+  }
+  auto values_of = [&](std::string_view what, const std::vector<std::string>& values) {
+    const std::string list = join(values);
+    return declare(fmt::format("{}_{}", hint, what),
+                   fmt::format("static const {} {}[{}] = {{{}}};", type, kName, values.size(), list),
+                   fmt::format("{}[{}]{{{}}}", type, values.size(), list));
+  };
+  if (runs_text <= codes_text) {
+    const std::string at = array(fmt::format("{}_starts", hint), "int", starts);
+    return fmt::format("{}[pskel_run({}, {}, rank)]", values_of("runs", run_values), at, starts.size());
+  }
+  const std::string index =
+      array(fmt::format("{}_index", hint), distinct.size() <= 256 ? "unsigned char" : "int", codes);
+  return fmt::format("{}[{}[rank]]", values_of("values", distinct), index);
+}
+
+std::string Tables::split(const std::vector<int>& ranks, const std::vector<int64_t>& values,
+                          const std::vector<bool>& present) {
   const int64_t first = values[static_cast<size_t>(ranks[0])];
   const auto other = std::find_if(ranks.begin(), ranks.end(),
                                   [&](int r) { return values[static_cast<size_t>(r)] != first; });
@@ -297,19 +365,27 @@ std::string Tables::split(std::string_view hint, const std::vector<int>& ranks,
     }
     const std::string when = rule_condition(in, present);
     if (when == kNoRule) continue;
-    const std::string otherwise = ints(hint, values, rest, /*split_further=*/false);
-    if (!reads_table(otherwise)) return fmt::format("({} ? {} : {})", when, literal(value), otherwise);
+    const std::string otherwise = rule_ints(values, rest, /*split_further=*/false);
+    if (otherwise != kNoRule) return fmt::format("({} ? {} : {})", when, literal(value), otherwise);
   }
   return "";
 }
 
 std::string Tables::ints(std::string_view hint, const std::vector<int64_t>& values,
                          const std::vector<bool>& present) {
-  return ints(hint, values, present, true);
+  if (std::string rule = rule_ints(values, present, true); rule != kNoRule) return rule;
+  std::vector<int64_t> table(static_cast<size_t>(n_), 0);
+  std::vector<std::string> cells;
+  for (int r = 0; r < n_; ++r) {
+    if (present[static_cast<size_t>(r)] && static_cast<size_t>(r) < values.size())
+      table[static_cast<size_t>(r)] = values[static_cast<size_t>(r)];
+    cells.push_back(literal(table[static_cast<size_t>(r)]));
+  }
+  return per_rank(hint, fits_int(table) ? "int" : "long", cells, present);
 }
 
-std::string Tables::ints(std::string_view hint, const std::vector<int64_t>& values,
-                         const std::vector<bool>& present, bool split_further) {
+std::string Tables::rule_ints(const std::vector<int64_t>& values, const std::vector<bool>& present,
+                              bool split_further) {
   std::vector<int> ranks;
   for (int r = 0; r < n_ && r < static_cast<int>(values.size()); ++r)
     if (present[static_cast<size_t>(r)]) ranks.push_back(r);
@@ -335,10 +411,8 @@ std::string Tables::ints(std::string_view hint, const std::vector<int64_t>& valu
   if (!tokens)
     if (std::string start = block_start(ranks, values, n_); !start.empty()) return start;
   if (split_further)
-    if (std::string parts = split(hint, ranks, values, present); !parts.empty()) return parts;
-  std::vector<int64_t> table(static_cast<size_t>(n_), 0);
-  for (int r : ranks) table[static_cast<size_t>(r)] = values[static_cast<size_t>(r)];
-  return array(hint, fits_int(table) ? "int" : "long", table) + "[rank]";
+    if (std::string parts = split(ranks, values, present); !parts.empty()) return parts;
+  return kNoRule;
 }
 
 std::string Tables::doubles(std::string_view hint, const std::vector<double>& values,
@@ -362,21 +436,18 @@ std::string Tables::doubles(std::string_view hint, const std::vector<double>& va
     if (const std::string when = rule_condition(in, present); when != kNoRule)
       return fmt::format("({} ? {} : {})", when, literal(first), literal(second));
   }
-  std::vector<std::string> parts;
+  std::vector<std::string> cells;
   for (int r = 0; r < n_; ++r)
-    parts.push_back(present[static_cast<size_t>(r)] ? literal(values[static_cast<size_t>(r)]) : "0.0");
-  const std::string body = join(parts);
-  return declare(hint, fmt::format("static const double {}[{}] = {{{}}};", kName, n_, body),
-                 fmt::format("double[{}]{{{}}}", n_, body)) +
-         "[rank]";
+    cells.push_back(present[static_cast<size_t>(r)] ? literal(values[static_cast<size_t>(r)]) : "0.0");
+  return per_rank(hint, "double", cells, present);
 }
 
 std::string Tables::condition(const std::vector<bool>& set, const std::vector<bool>& known) {
   if (std::string rule = rule_condition(set, known); rule != kNoRule) return rule;
-  std::vector<int64_t> table(static_cast<size_t>(n_), 0);
+  std::vector<std::string> cells;
   for (int r = 0; r < n_; ++r)
-    table[static_cast<size_t>(r)] = known[static_cast<size_t>(r)] && set[static_cast<size_t>(r)];
-  return array("takes_part", "unsigned char", table) + "[rank]";
+    cells.push_back(known[static_cast<size_t>(r)] && set[static_cast<size_t>(r)] ? "1" : "0");
+  return per_rank("takes_part", "unsigned char", cells, known);
 }
 
 std::string Tables::rule_condition(const std::vector<bool>& set, const std::vector<bool>& known) const {

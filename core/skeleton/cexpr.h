@@ -62,6 +62,13 @@ class Tables {
                     const std::vector<int64_t>& values);
   std::string array2(std::string_view hint, std::string_view type,
                      const std::vector<std::vector<int64_t>>& rows);
+  // A row per rank (the ranks not `present` do not matter) as an expression of the rank: the
+  // array2 indexed by the rank, or, where that saves at least half its text, the rows that
+  // occur and an index into them (`v_rows[v_index[rank]]`: a stencil's few kinds of rank;
+  // the index is per_rank()'s, so runs of one kind compress too).
+  std::string rows_per_rank(std::string_view hint, std::string_view type,
+                            const std::vector<std::vector<int64_t>>& rows,
+                            const std::vector<bool>& present);
 
   size_t max_table = 65536;
   std::string declarations() const { return decls_; }
@@ -71,15 +78,24 @@ class Tables {
   std::string declare(std::string_view hint, std::string text_after_name, std::string key);
   std::string one_rule(std::string_view hint, const looptree::Rule& rule, const Index& index,
                        int64_t divisor, std::vector<std::string>& notes);
-  std::string ints(std::string_view hint, const std::vector<int64_t>& values,
-                   const std::vector<bool>& present, bool split_further);
+  // ints() when a rule says it (split_further: also split()), else kNoRule (no table is
+  // declared).
+  std::string rule_ints(const std::vector<int64_t>& values, const std::vector<bool>& present,
+                        bool split_further);
   // condition() when a rule says it, else kNoRule (no table is declared).
   static constexpr const char* kNoRule = "?";
   std::string rule_condition(const std::vector<bool>& set, const std::vector<bool>& known) const;
+  // A table of one C literal per rank (`cells`; the ranks not `present` do not matter) as an
+  // expression of the rank: a plain array, or, where that saves at least half its text, the
+  // runs of equal values (`v_runs[pskel_run(v_starts, k, rank)]`: ranks in blocks, a rank 0
+  // alone) or an index into the values that occur (`v_values[v_index[rank]]`: few values,
+  // scattered).
+  std::string per_rank(std::string_view hint, std::string_view type,
+                       const std::vector<std::string>& cells, const std::vector<bool>& present);
   // One value on a set of ranks that a condition names and an expression (not a table) of
   // the others: "(rank % 64 == 0 ? MPI_ANY_SOURCE : rank / 64 * 64)", or "".
-  std::string split(std::string_view hint, const std::vector<int>& ranks,
-                    const std::vector<int64_t>& values, const std::vector<bool>& present);
+  std::string split(const std::vector<int>& ranks, const std::vector<int64_t>& values,
+                    const std::vector<bool>& present);
 
   int n_;
   std::map<std::string, std::string> by_content_;

@@ -801,8 +801,8 @@ class Emitter {
       const std::string t = tables_.array(hint(e, what), "int", rows[static_cast<size_t>(e.ranks[0].rank)]);
       return {std::to_string(width), t, width};
     }
-    const std::string t = tables_.array2(hint(e, what), "int", rows);
-    return {tables_.ints(hint(e, std::string(what) + "_n"), lengths, present), t + "[rank]", width};
+    return {tables_.ints(hint(e, std::string(what) + "_n"), lengths, present),
+            tables_.rows_per_rank(hint(e, what), "int", rows, present), width};
   }
 
   void completion(const EventInfo& info) {

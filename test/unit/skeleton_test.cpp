@@ -9,6 +9,7 @@
 #include "compress/compress.h"
 #include "looptree/looptree.h"
 #include "merge/merge.h"
+#include "skeleton/cexpr.h"
 #include "skeleton/skeleton.h"
 #include "synthetic_trace.h"
 #include "trace_builder.h"
@@ -630,4 +631,31 @@ TEST_CASE("skeleton: a master answers whoever reported first, and its skeleton d
   CHECK(has(large.source, "(rank % 64 == 0 ? MPI_ANY_SOURCE : rank / 64 * 64)"));
   CHECK(large.source.size() < 2 * small.source.size());
   MESSAGE("skeleton.c of 64 ranks " << small.source.size() << " bytes, of 1,024 " << large.source.size());
+}
+
+TEST_CASE("skeleton tables: values of ranks that really differ are compressed where that saves half") {
+  using pskel::skeleton::detail::Tables;
+  const int n = 4096;
+  const std::vector<bool> all(n, true);
+  Tables t(n);
+  // Blocks of ranks: runs, found by a binary search over their starts.
+  std::vector<int64_t> blocks(n);
+  for (int r = 0; r < n; ++r) blocks[static_cast<size_t>(r)] = r < 1000 ? 7 : r < 3000 ? 9 : r == 4000 ? 11 : 3;
+  const std::string runs = t.ints("blocks", blocks, all);
+  CHECK(runs == "blocks_runs[pskel_run(blocks_starts, 5, rank)]");
+  CHECK(has(t.declarations(), "static const int blocks_starts[5] = {0, 1000, 3000, 4000, 4001};"));
+  CHECK(has(t.declarations(), "static const int blocks_runs[5] = {7, 9, 3, 11, 3};"));
+  // A few values, scattered: an index into them.
+  std::vector<double> scattered(n);
+  for (int r = 0; r < n; ++r) scattered[static_cast<size_t>(r)] = 1000.5 + 250 * ((r * 7919) % 3);
+  CHECK(t.doubles("work", scattered, all) == "work_values[work_index[rank]]");
+  CHECK(has(t.declarations(), "static const double work_values[3] = {1000.5, 1500.5, 1250.5};"));
+  CHECK(has(t.declarations(), "static const unsigned char work_index[4096] = {0, "));
+  // Values that are all different stay a plain table; so do small tables.
+  std::vector<double> distinct(n);
+  for (int r = 0; r < n; ++r) distinct[static_cast<size_t>(r)] = 1000.5 + r;
+  CHECK(t.doubles("distinct", distinct, all) == "distinct[rank]");
+  Tables small(4);
+  CHECK(small.ints("two", {5, 5, 5, 6}, std::vector<bool>(4, true)) == "(rank != 3 ? 5 : 6)");
+  CHECK(small.doubles("few", {1.5, 2.5, 3.5, 1.5}, std::vector<bool>(4, true)) == "few[rank]");
 }

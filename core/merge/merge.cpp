@@ -8,6 +8,7 @@
 #include "merge/internal.h"
 #include "merge/merge.h"
 #include "trace/gaps.h"
+#include "util/parallel.h"
 
 namespace pskel::merge {
 
@@ -52,32 +53,46 @@ MergedTrace merge(const trace::TraceSet& trace, const MergeOptions& options, Mer
 
   MergedTrace out;
   MergeStats local;
-  out.world_size = static_cast<int>(trace.ranks.size());
-  std::vector<detail::RankView> views(trace.ranks.size());
+  const size_t ranks = trace.ranks.size();
+  out.world_size = static_cast<int>(ranks);
+  std::vector<detail::RankView> views(ranks);
   detail::AlikeRanks alike(out.world_size);
-  out.gap_ns.reserve(trace.ranks.size());
-  out.replies.reserve(trace.ranks.size());
-  for (const trace::RankTrace& rank : trace.ranks) out.replies.push_back(reply_records(rank));
-  for (size_t r = 0; r < trace.ranks.size(); ++r) {
-    detail::RankView& v = views[r];
-    v.trace = &trace.ranks[r];
-    v.rank = static_cast<int32_t>(r);
-    v.replies = out.replies[r];
-    local.reordered += detail::normalize(v);
-    v.shape.reserve(v.order.size());
-    v.peers.reserve(v.order.size());
-    for (uint32_t index : v.order) {
-      v.shape.push_back(detail::shape_of(v.record(index)));
-      v.peers.push_back(
-          detail::wrapped_peers(v.record(index), v.rank, out.world_size, v.is_reply(index)));
+  out.gap_ns.resize(ranks);
+  out.replies.resize(ranks);
+  std::vector<uint64_t> reordered(ranks, 0);
+  // Each rank's own passes (its records alone) run on every CPU; grouping follows rank order,
+  // a window of ranks at a time, so that a member's arrays are released before the next window
+  // fills its own (peak memory is the window's, not the job's).
+  const size_t window = std::max<size_t>(64, 4 * util::usable_cpus());
+  for (size_t first = 0; first < ranks; first += window) {
+    const size_t count = std::min(window, ranks - first);
+    util::parallel_for(count, [&](size_t k) {
+      const size_t r = first + k;
+      detail::RankView& v = views[r];
+      v.trace = &trace.ranks[r];
+      v.rank = static_cast<int32_t>(r);
+      out.replies[r] = reply_records(*v.trace);
+      v.replies = out.replies[r];
+      reordered[r] = detail::normalize(v);
+      v.shape.reserve(v.order.size());
+      v.peers.reserve(v.order.size());
+      for (uint32_t index : v.order) {
+        v.shape.push_back(detail::shape_of(v.record(index)));
+        v.peers.push_back(
+            detail::wrapped_peers(v.record(index), v.rank, out.world_size, v.is_reply(index)));
+      }
+      out.gap_ns[r] = trace::compute_gaps(*v.trace);
+    });
+    for (size_t r = first; r < first + count; ++r) {
+      detail::RankView& v = views[r];
+      local.reordered += reordered[r];
+      if (options.group_alike) {
+        alike.add(views, v.rank);
+      } else {
+        v.group = v.rank;
+        v.members = {v.rank};
+      }
     }
-    if (options.group_alike) {
-      alike.add(views, v.rank);
-    } else {
-      v.group = v.rank;
-      v.members = {v.rank};
-    }
-    out.gap_ns.push_back(trace::compute_gaps(*v.trace));
   }
   for (const detail::RankView& v : views) local.groups += v.group == v.rank;
   detail::align(views, std::max(options.lookahead, 0), out, local);

@@ -80,13 +80,22 @@ class SymbolTable {
   }
 
  private:
+  // Four independent lanes: a key holds 6 words per participant, and one chain of multiplies
+  // over all of them was a sixth of the merge's time (LU, 16 ranks).
   static uint64_t hash(std::span<const int32_t> key) {
-    uint64_t h = 0x243F6A8885A308D3ULL ^ key.size();
-    for (int32_t w : key) {
+    uint64_t lane[4] = {0x243F6A8885A308D3ULL ^ key.size(), 0x13198A2E03707344ULL,
+                        0xA4093822299F31D0ULL, 0x082EFA98EC4E6C89ULL};
+    const auto mix = [](uint64_t h, int32_t w) {
       h ^= static_cast<uint32_t>(w);
       h *= 0x9E3779B97F4A7C15ULL;
-      h ^= h >> 29;
-    }
+      return h ^ (h >> 29);
+    };
+    size_t i = 0;
+    for (; i + 4 <= key.size(); i += 4)
+      for (size_t k = 0; k < 4; ++k) lane[k] = mix(lane[k], key[i + k]);
+    for (; i < key.size(); ++i) lane[0] = mix(lane[0], key[i]);
+    uint64_t h = lane[0];
+    for (size_t k = 1; k < 4; ++k) h = mix(h ^ lane[k], static_cast<int32_t>(k));
     return h;
   }
   std::span<const int32_t> stored(Symbol s) const {

@@ -8,12 +8,14 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "trace/gaps.h"
 #include "util/crc32c.h"
 #include "util/file_read.h"
+#include "util/parallel.h"
 #include "util/safe_dir.h"
 
 namespace pskel::trace {
@@ -244,6 +246,40 @@ Result<RankTrace> read_rank_file(const std::string& path, const ReadOptions& opt
   return parse_rank_fd(file.value()->fd.get(), file.value()->size, path, options);
 }
 
+namespace {
+
+// Rank r of an n-rank trace of run `run` (its file and its samples) into `out`; the error if
+// it cannot be read.
+std::optional<Error> read_rank(const std::string& dir, int r, int n, const std::string& run,
+                               const ReadOptions& options, RankTrace& out) {
+  const std::string path = fmt::format("{}/{}{}{}", dir, kRankFilePrefix, r, kRankFileSuffix);
+  auto file = open_regular_file(path, kMaxFileBytes);
+  if (!file) return file.error();
+  if (!file.value()) return Error{path, fmt::format("missing (meta.json announces {} ranks)", n)};
+  auto rank = parse_rank_fd(file.value()->fd.get(), file.value()->size, path, options);
+  if (!rank) return rank.error();
+  const FileHeader& h = rank.value().header;
+  const std::string file_run(h.run_id, strnlen(h.run_id, sizeof h.run_id));
+  if (file_run != run)
+    return Error{path, fmt::format("from another run (run id {}, meta.json has {})", file_run, run)};
+  if (h.rank != r || h.world_size != n)
+    return Error{path, fmt::format("holds rank {} of {}, expected rank {} of {}", h.rank,
+                                   h.world_size, r, n)};
+  auto samples = read_samples(dir, r, run);
+  if (!samples)
+    return Error{samples.error().file,
+                 samples.error().what + " (move it away to use the trace without its samples)"};
+  if (samples.value()) {
+    rank.value().run_delay = std::move(samples.value()->run_delay);
+    rank.value().probes = std::move(samples.value()->probes);
+    rank.value().footprint_bytes = footprint_bytes(samples.value()->samples);
+  }
+  out = std::move(rank).value();
+  return std::nullopt;
+}
+
+}  // namespace
+
 Result<TraceSet> read_trace_dir(const std::string& dir, const ReadOptions& options) {
   struct stat st;
   if (::stat(dir.c_str(), &st) != 0) return Error{dir, "no such trace directory"};
@@ -263,32 +299,17 @@ Result<TraceSet> read_trace_dir(const std::string& dir, const ReadOptions& optio
     return Error{meta_path, "no valid \"ranks\""};
   if (!run_id.is_string()) return Error{meta_path, "no valid \"run_id\""};
   const int n = ranks.get<int>();
-  for (int r = 0; r < n; ++r) {
-    const std::string path = fmt::format("{}/{}{}{}", dir, kRankFilePrefix, r, kRankFileSuffix);
-    auto file = open_regular_file(path, kMaxFileBytes);
-    if (!file) return file.error();
-    if (!file.value()) return Error{path, fmt::format("missing (meta.json announces {} ranks)", n)};
-    auto rank = parse_rank_fd(file.value()->fd.get(), file.value()->size, path, options);
-    if (!rank) return rank.error();
-    const FileHeader& h = rank.value().header;
-    const std::string file_run(h.run_id, strnlen(h.run_id, sizeof h.run_id));
-    if (file_run != run_id.get<std::string>())
-      return Error{path, fmt::format("from another run (run id {}, meta.json has {})", file_run,
-                                     run_id.get<std::string>())};
-    if (h.rank != r || h.world_size != n)
-      return Error{path, fmt::format("holds rank {} of {}, expected rank {} of {}", h.rank,
-                                     h.world_size, r, n)};
-    auto samples = read_samples(dir, r, run_id.get<std::string>());
-    if (!samples)
-      return Error{samples.error().file,
-                   samples.error().what + " (move it away to use the trace without its samples)"};
-    if (samples.value()) {
-      rank.value().run_delay = std::move(samples.value()->run_delay);
-      rank.value().probes = std::move(samples.value()->probes);
-      rank.value().footprint_bytes = footprint_bytes(samples.value()->samples);
-    }
-    set.ranks.push_back(std::move(rank).value());
-  }
+  const std::string run = run_id.get<std::string>();
+  // Rank files are read on every CPU, each into its own slot; the error reported is the lowest
+  // rank's, as a reading in rank order would find it.
+  set.ranks.resize(static_cast<size_t>(n));
+  std::vector<std::optional<Error>> errors(static_cast<size_t>(n));
+  util::parallel_for(static_cast<size_t>(n), [&](size_t r) {
+    if (auto problem = read_rank(dir, static_cast<int>(r), n, run, options, set.ranks[r]))
+      errors[r] = std::move(problem);
+  });
+  for (std::optional<Error>& e : errors)
+    if (e) return std::move(*e);
   return set;
 }
 

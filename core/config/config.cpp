@@ -92,6 +92,7 @@ const std::map<std::string, Setter>& setters() {
       {"targetskeletonseconds", number_setter(&Config::target_skeleton_seconds, 0.01, 86400.0)},
       {"calibrationtimelimit", number_setter(&Config::calibration_time_limit, 1, 7 * 1440)},
       {"steptimeout", number_setter(&Config::step_timeout, 1, 7 * 86400)},
+      {"workerthreads", number_setter(&Config::worker_threads, 1, 1024)},
       {"tracermpich", path_setter(&Config::tracer_mpich)},
       {"traceropenmpi", path_setter(&Config::tracer_openmpi)},
       {"mpi",

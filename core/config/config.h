@@ -37,6 +37,7 @@ struct Config {
   double target_skeleton_seconds = 20;            // TargetSkeletonSeconds: choose K from this
   uint32_t calibration_time_limit = 10;           // CalibrationTimeLimit: minutes
   uint32_t step_timeout = 900;                    // StepTimeout: seconds per pipeline step
+  uint32_t worker_threads = 1;                    // WorkerThreads: CPUs a step may use
   std::string tracer_mpich;      // TracerMpich: libpskel-trace-mpich.so
   std::string tracer_openmpi;    // TracerOpenmpi: libpskel-trace-openmpi.so
   std::string mpi = "auto";      // Mpi: auto | mpich | openmpi (which tracer to preload)

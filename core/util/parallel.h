@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <cstdlib>
 #include <exception>
 #include <system_error>
 #include <thread>
@@ -16,11 +17,18 @@
 namespace pskel::util {
 
 // CPUs in this process's affinity mask (a Slurm job step's cgroup gives fewer than the node's),
-// at least 1.
+// at least 1, and at most PSKEL_THREADS where that is a positive number (the epilog worker sets
+// it from WorkerThreads: it runs beside slurmctld).
 inline unsigned usable_cpus() {
+  unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
   cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return std::max(1u, std::thread::hardware_concurrency());
+  if (sched_getaffinity(0, sizeof set, &set) == 0) cpus = static_cast<unsigned>(std::max(1, CPU_COUNT(&set)));
+  if (const char* cap = std::getenv("PSKEL_THREADS")) {
+    char* end = nullptr;
+    const unsigned long n = std::strtoul(cap, &end, 10);
+    if (end != cap && *end == '\0' && n >= 1) cpus = static_cast<unsigned>(std::min<unsigned long>(cpus, n));
+  }
+  return cpus;
 }
 
 // Calls work(i) once for each i in [0, count), on up to usable_cpus() threads (this one among

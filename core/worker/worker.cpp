@@ -78,7 +78,7 @@ class Worker {
                             const std::string& cwd = "/") const {
     child::Options o;
     o.as = identity_of(t);
-    o.env = child_environment(home_of(o.as->uid), t.user);
+    o.env = child_environment(home_of(o.as->uid), t.user, conf_.worker_threads);
     o.cwd = cwd;
     o.timeout_seconds = timeout;
     return child::run(argv, o);
@@ -587,10 +587,12 @@ Result<bool> publish(const config::Config& conf, store::Store& store, std::strin
   return store::write_export(store, conf.export_file);
 }
 
-std::vector<std::string> child_environment(const std::string& home, const std::string& user) {
+std::vector<std::string> child_environment(const std::string& home, const std::string& user,
+                                           uint32_t threads) {
   std::vector<std::string> env = {
       "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-      "HOME=" + home, "USER=" + user, "LOGNAME=" + user, "LC_ALL=C"};
+      "HOME=" + home, "USER=" + user, "LOGNAME=" + user, "LC_ALL=C",
+      "PSKEL_THREADS=" + std::to_string(threads)};
   for (const char* name : {"SLURM_CONF", "PSKEL_CONF"})
     if (const char* v = std::getenv(name)) env.push_back(std::string(name) + "=" + v);
   return env;

@@ -57,9 +57,10 @@ void start_worker(const config::Config& conf);
 // then rewrites the export atomically.
 Result<bool> publish(const config::Config& conf, store::Store& store, std::string* note);
 
-// The environment of the worker's child processes: a fixed PATH plus SLURM_CONF and
-// PSKEL_CONF if the worker has them.
-std::vector<std::string> child_environment(const std::string& home, const std::string& user);
+// The environment of the worker's child processes: a fixed PATH, PSKEL_THREADS (the threads a
+// pskel step may use, util/parallel.h), plus SLURM_CONF and PSKEL_CONF if the worker has them.
+std::vector<std::string> child_environment(const std::string& home, const std::string& user,
+                                           uint32_t threads = 1);
 
 // Quotes a word for /bin/sh (single quotes).
 std::string shell_quote(const std::string& word);

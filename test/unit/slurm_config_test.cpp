@@ -2,9 +2,12 @@
 // editing, step directory names), application keys.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
+
 #include "config/config.h"
 #include "export/app_key.h"
 #include "spank/args.h"
+#include "util/parallel.h"
 #include "util/spool_names.h"
 
 using namespace pskel;
@@ -32,6 +35,21 @@ TEST_CASE("ConfigKeysAreCaseInsensitiveAndSeveralFitOnALine") {
   CHECK(c.value().pad_seconds == 0);
   CHECK(c.value().calibrate_partitions == std::vector<std::string>{"a", "b", "c"});
   CHECK(c.value().launcher_mpich == "srun --mpi=pmi2 -n {ntasks}");
+}
+
+TEST_CASE("WorkerThreadsBoundTheThreadsOfTheWorkersSteps") {
+  CHECK(config::parse_config("", "f").value().worker_threads == 1);  // slurmctld's node: gently
+  auto c = config::parse_config("WorkerThreads=4\n", "f");
+  REQUIRE(c.ok());
+  CHECK(c.value().worker_threads == 4);
+  for (const char* text : {"WorkerThreads=0", "WorkerThreads=1.5", "WorkerThreads=-2"})
+    CHECK_FALSE(config::parse_config(text, "f").ok());
+  // What the steps see: PSKEL_THREADS caps the CPUs a pskel command uses.
+  ::setenv("PSKEL_THREADS", "1", 1);
+  CHECK(util::usable_cpus() == 1);
+  ::setenv("PSKEL_THREADS", "banana", 1);  // not a number: the affinity mask alone
+  CHECK(util::usable_cpus() >= 1);
+  ::unsetenv("PSKEL_THREADS");
 }
 
 TEST_CASE("ExplicitDatabaseIsNotOverriddenByStateDir") {

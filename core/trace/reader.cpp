@@ -300,16 +300,21 @@ Result<TraceSet> read_trace_dir(const std::string& dir, const ReadOptions& optio
   if (!run_id.is_string()) return Error{meta_path, "no valid \"run_id\""};
   const int n = ranks.get<int>();
   const std::string run = run_id.get<std::string>();
-  // Rank files are read on every CPU, each into its own slot; the error reported is the lowest
-  // rank's, as a reading in rank order would find it.
-  set.ranks.resize(static_cast<size_t>(n));
-  std::vector<std::optional<Error>> errors(static_cast<size_t>(n));
-  util::parallel_for(static_cast<size_t>(n), [&](size_t r) {
-    if (auto problem = read_rank(dir, static_cast<int>(r), n, run, options, set.ranks[r]))
-      errors[r] = std::move(problem);
-  });
-  for (std::optional<Error>& e : errors)
-    if (e) return std::move(*e);
+  // Rank files are read on every CPU, each into its own slot, a window of ranks at a time: the
+  // error reported is the lowest rank's, as a reading in rank order would find it, and a
+  // meta.json that claims millions of ranks beside a few files costs one window, not millions
+  // of slots.
+  constexpr size_t kWindow = 256;
+  for (size_t first = 0; first < static_cast<size_t>(n); first += kWindow) {
+    const size_t count = std::min(kWindow, static_cast<size_t>(n) - first);
+    set.ranks.resize(first + count);
+    std::vector<std::optional<Error>> errors(count);
+    util::parallel_for(count, [&](size_t k) {
+      errors[k] = read_rank(dir, static_cast<int>(first + k), n, run, options, set.ranks[first + k]);
+    });
+    for (std::optional<Error>& e : errors)
+      if (e) return std::move(*e);
+  }
   return set;
 }
 

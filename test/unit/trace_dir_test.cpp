@@ -212,6 +212,21 @@ TEST_CASE("a missing rank file is reported by name as missing") {
   CHECK(contains(set.error().line(), "rank.1.pskt"));
 }
 
+TEST_CASE("a meta.json claiming millions of ranks beside two rank files costs one window") {
+  // Rank files are read a window at a time, on every CPU: the lowest rank's error is the one
+  // reported, and no slot is made for ranks past the window that failed.
+  TempDir dir;
+  write_two_rank_trace(dir);
+  const std::vector<unsigned char> bytes = read_bytes(dir.file("meta.json"));
+  std::string meta(bytes.begin(), bytes.end());
+  const size_t at = meta.find("\"ranks\": 2");
+  REQUIRE(at != std::string::npos);
+  meta.replace(at, std::string("\"ranks\": 2").size(), "\"ranks\": 16777216");
+  write_text(dir.file("meta.json"), meta);
+  check_error(tr::read_trace_dir(dir.path()), rank_path(dir, 0),
+              {"holds rank 0 of 2, expected rank 0 of 16777216"});
+}
+
 TEST_CASE("a rank file from another run is rejected") {
   TempDir dir;
   write_two_rank_trace(dir, "some-other-run");

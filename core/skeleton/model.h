@@ -72,8 +72,10 @@ struct Group {
                                               // become Isends completed at the end of the run
                                               // (what eager buffering did for the original)
   bool checked = true;                        // false: too long to simulate
-  bool replies = false;                       // holds a reply (looptree::kLastWildcardSource):
-                                              // never receives first, only deferred sends
+  bool replies = false;                       // holds a reply (looptree::kLastWildcardSource),
+                                              // or a wildcard MPI_Recv where the skeleton has
+                                              // replies: never receives first (an Irecv would
+                                              // not tell pskel_last_source), only deferred sends
   std::string reason;                         // why it was rewritten
 };
 

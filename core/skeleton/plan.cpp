@@ -54,6 +54,15 @@ bool has_reply(const lt::Item& item) {
   });
 }
 
+bool has_wildcard_receive(const lt::Item& item) {
+  if (item.is_loop())
+    return std::ranges::any_of(item.loop().body,
+                               [](const lt::Item& i) { return has_wildcard_receive(i); });
+  return item.event().function == static_cast<uint16_t>(FunctionId::MPI_Recv) &&
+         std::ranges::any_of(item.event().ranks,
+                             [](const lt::RankCall& c) { return c.source == tr::kAnySource; });
+}
+
 bool participates(const lt::Item& item, int32_t rank) {
   return item.is_loop() ? item.loop().timing_of(rank) != nullptr
                         : item.event().call_of(rank) != nullptr;
@@ -410,7 +419,10 @@ class Planner {
       Group g;
       g.first = i;
       g.last = end;
-      for (size_t k = i; k < end; ++k) g.replies = g.replies || has_reply(body[k]);
+      // A reply, or a wildcard receive that a reply may answer (the two can be in groups of
+      // their own where a call of another kind stands between them).
+      for (size_t k = i; k < end; ++k)
+        g.replies = g.replies || has_reply(body[k]) || (a_.replies && has_wildcard_receive(body[k]));
       orders(body, g);
       groups.push_back(std::move(g));
       i = end;

@@ -144,7 +144,10 @@ class Builder {
       }
       RankCall call;
       call.rank = part.rank;
-      call.peer = merged_.is_reply(part.rank, part.record) ? kLastWildcardSource : r.peer;
+      // A trace's own peer that happens to equal the marker is no rank at all.
+      call.peer = merged_.is_reply(part.rank, part.record) ? kLastWildcardSource
+                  : r.peer == kLastWildcardSource          ? trace::kUnknownRank
+                                                           : r.peer;
       call.source = (r.flags & trace::kFlagAnySource) ? trace::kAnySource : r.source;
       call.sample = part;
       event.ranks.push_back(std::move(call));

@@ -38,8 +38,10 @@ std::vector<Symbol> MergedTrace::symbols() const {
 }
 
 std::vector<uint32_t> normalized_order(const trace::RankTrace& rank, uint64_t* moved) {
+  const std::vector<uint32_t> replies = reply_records(rank);
   detail::RankView view;
   view.trace = &rank;
+  view.replies = replies;
   const uint64_t m = detail::normalize(view);
   if (moved) *moved = m;
   return std::move(view.order);

@@ -64,6 +64,9 @@
 //      stays one round, so that Algorithm 2 can still pull a call across it where another
 //      rank makes the two phases in the other order. (Programs whose tags depend on the rank
 //      lose the sort and rely on those pulls.)
+//    - A round that holds a reply (a send to the source of the rank's last wildcard receive:
+//      merge.h, reply_records) keeps its call order: sorted, the reply would come before the
+//      receive whose source it goes to, and the skeleton would send it to the source before.
 //    - Non-blocking receives are posted first, then sends, then completions. The seed orders
 //      "Irecv, Wait, Send"; we put the Wait after the Send. Both are canonical (every rank
 //      ends the same), but ours is the order of a deadlock-free exchange (receives posted
@@ -227,6 +230,7 @@ class Normalizer {
     last_flow_ = Flow::none;
     send_tags_.size = receive_tags_.size = 0;
     any_tag_ = shared_tag_ = false;
+    reply_ = false;
     pending_round_ = 0;
     closed_ = false;
   }
@@ -260,6 +264,7 @@ class Normalizer {
 
   void note(const Call& call, uint32_t index, size_t pos) {
     roles_.push_back(call.role);
+    reply_ = reply_ || v_.is_reply(index);
     v_.round[pos] = v_.rounds;
     const auto p = static_cast<uint32_t>(pos);
     if (call.flow != Flow::none) {
@@ -348,8 +353,11 @@ class Normalizer {
   }
 
   // Stable counting sort of order[begin, end) by role; roles_ holds their roles in order. If
-  // the round's blocking sends and receives share no tag, they keep their order (section 3).
+  // the round's blocking sends and receives share no tag, they keep their order (section 3). A
+  // round with a reply (merge.h: reply_records) keeps its call order: a reply goes where the
+  // receive before it says, and sorted it would come before that receive.
   uint64_t sort_round(size_t begin, size_t end) {
+    if (reply_) return 0;
     if (sends_ > 0 && receives_ > 0 && !shared_tag_)
       for (Role& r : roles_)
         if (r == Role::send || r == Role::exchange || r == Role::recv) r = Role::send;
@@ -388,6 +396,7 @@ class Normalizer {
   Tags receive_tags_;               // tags of its blocking receives and probes (not wildcards)
   bool any_tag_ = false;            // one of those took any tag (or was from MPI_PROC_NULL)
   bool shared_tag_ = false;         // a blocking send and receive of the round share a tag
+  bool reply_ = false;              // the round holds a reply
   // Per request id: the round that posted (created or started) it while it is pending, else 0.
   std::vector<uint32_t> posted_round_;
   uint32_t pending_run_ = 0;        // requests posted in the run and pending

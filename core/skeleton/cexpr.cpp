@@ -290,6 +290,11 @@ std::string two_offsets(const std::vector<int>& ranks, const std::vector<int64_t
 // The first rank of each block of `block` ranks plus an offset ("rank / 64 * 64": a worker's
 // master when every 64 ranks have one), over the block sizes that divide n, or "".
 std::string block_start(const std::vector<int>& ranks, const std::vector<int64_t>& values, int n) {
+  constexpr int64_t kLimit = int64_t{1} << 40;  // ranks and offsets are far smaller; no overflow
+  if (!std::all_of(ranks.begin(), ranks.end(), [&](int r) {
+        return std::abs(values[static_cast<size_t>(r)]) < kLimit;
+      }))
+    return "";
   for (int block = 2; block <= n / 2; ++block) {
     if (n % block != 0) continue;
     const int64_t offset = values[static_cast<size_t>(ranks[0])] - ranks[0] / block * block;

@@ -10,7 +10,6 @@
 #include <cstddef>
 #include <cstdlib>
 #include <exception>
-#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -61,7 +60,7 @@ void parallel_for(size_t count, Work&& work) {
   for (size_t t = 1; t < threads; ++t) {
     try {
       helpers.emplace_back(drain);
-    } catch (const std::system_error&) {  // no thread to be had: fewer helpers
+    } catch (...) {  // no thread to be had (system_error, bad_alloc): fewer helpers
       break;
     }
   }

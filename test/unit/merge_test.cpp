@@ -879,3 +879,81 @@ TEST_CASE("replies: a send that only sometimes goes to the last source keeps its
   const auto mostly = [](int32_t source, int k) { return k % 5 == 4 ? 1 + source % 7 : source; };
   CHECK(mg::reply_records(served(8, 20, mostly).ranks[0]).empty());
 }
+
+TEST_CASE("replies: a stop sent after the last answer, to the last worker that reported, is no reply") {
+  // The master answers 7 x 20 requests, then stops every worker, starting with the one that
+  // reported last: that stop also goes to the last source, right after its answer, but it is
+  // a second send to one request, and its peer is kept (in the skeleton it must reach that
+  // worker, not whoever reports last there).
+  tr::TraceSet set = served(8, 20, [](int32_t source, int) { return source; });
+  auto& master = set.ranks[0];
+  const int32_t last = master.records[master.records.size() - 3].source;  // the last Recv's
+  REQUIRE(last >= 1);
+  std::vector<RankBuilder> stops = world(8);
+  for (int32_t w = 0; w < 7; ++w) stops[0].send(1 + (last - 1 + w) % 7, 9, 0);
+  tr::RankTrace tail = stops[0].take();
+  const tr::Record finalize = master.records.back();
+  master.records.pop_back();
+  for (tr::Record r : tail.records) {
+    r.t_start += finalize.t_start;
+    r.t_end += finalize.t_start;
+    master.records.push_back(r);
+  }
+  master.records.push_back(finalize);
+  const std::vector<uint32_t> replies = mg::reply_records(master);
+  CHECK(replies.size() == 7 * 20);
+  for (uint32_t i : replies) CHECK(master.records[i].tag == 1);  // answers, not stops
+}
+
+TEST_CASE("replies: answers that come in varying numbers are no replies") {
+  // Two answers to some requests, one to others: the skeleton's answers would follow the
+  // trace's counts, not the workers'.
+  auto w = world(4);
+  w[0].add(Fn::MPI_Init);
+  for (int k = 0; k < 30; ++k) {
+    const int32_t source = 1 + k % 3;
+    w[0].recv_any(source, 2, 16);
+    w[0].send(source, 1, 64);
+    if (k % 2 == 0) w[0].send(source, 1, 64);
+  }
+  w[0].add(Fn::MPI_Finalize);
+  CHECK(mg::reply_records(w[0].trace()).empty());
+}
+
+TEST_CASE("replies: Algorithm 1 keeps a reply after the receive it answers") {
+  // Receive with MPI_ANY_TAG, answer with the request's own tag: one exchange, which the
+  // canonical order would sort sends first.
+  auto w = world(4);
+  w[0].add(Fn::MPI_Init);
+  for (int k = 0; k < 30; ++k) {
+    const int32_t source = 1 + (k * 7) % 3;
+    tr::Record& r = w[0].recv_any(source, 5, 16);
+    r.flags |= tr::kFlagAnyTag;
+    w[0].send(source, 5, 64);
+  }
+  w[0].add(Fn::MPI_Finalize);
+  for (int32_t r = 1; r < 4; ++r) {  // each worker: its requests and their answers
+    w[static_cast<size_t>(r)].add(Fn::MPI_Init);
+    for (int k = 0; k < 10; ++k) {
+      w[static_cast<size_t>(r)].send(0, 5, 16);
+      w[static_cast<size_t>(r)].recv(0, 5, 64);
+    }
+    w[static_cast<size_t>(r)].add(Fn::MPI_Finalize);
+  }
+  const tr::TraceSet set = trace_set(w);
+  REQUIRE(mg::reply_records(set.ranks[0]).size() == 30);
+  uint64_t moved = 0;
+  mg::normalized_order(set.ranks[0], &moved);
+  CHECK(moved == 0);
+  // In the merged trace too: the master's calls come in their call order.
+  const mg::MergedTrace m = merged(set);
+  uint32_t previous = 0;
+  bool in_order = true;
+  for (const mg::Event& e : m.events)
+    for (const mg::Part& p : m.parts_of(e))
+      if (p.rank == 0) {
+        in_order = in_order && p.record >= previous;
+        previous = p.record;
+      }
+  CHECK(in_order);
+}

@@ -95,10 +95,10 @@ struct MergeStats {
 MergedTrace merge(const trace::TraceSet& trace, const MergeOptions& options = {},
                   MergeStats* stats = nullptr);
 
-// The records of `rank` that reply to its last wildcard receive (core/merge/replies.cpp): a
-// send, after an MPI_Recv with MPI_ANY_SOURCE on its communicator, to the source that receive
-// resolved to, where the sends of its shape go there at least 90 % of the time and reach more
-// than one rank. Ascending. O(records).
+// The records of `rank` that reply to its last wildcard receive (core/merge/replies.cpp): the
+// first k sends right after an MPI_Recv with MPI_ANY_SOURCE that go to the source it resolved
+// to, on its communicator, k the same for every request answered but at most one, the replies
+// most of the sends of their shape and reaching more than one rank. Ascending. O(records).
 std::vector<uint32_t> reply_records(const trace::RankTrace& rank);
 
 // Algorithm 1 alone: indices of `rank`'s event records (pseudo-records left out) in the

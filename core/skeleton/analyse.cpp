@@ -25,6 +25,17 @@ bool is_groupable(const EventInfo& info) {
           info.kind == FunctionKind::completion);
 }
 
+bool has_reply(const lt::Event& event) {
+  return std::ranges::any_of(event.ranks,
+                             [](const lt::RankCall& c) { return c.peer == lt::kLastWildcardSource; });
+}
+
+bool is_wildcard_receive(const lt::Event& event) {
+  return event.function == static_cast<uint16_t>(FunctionId::MPI_Recv) &&
+         std::ranges::any_of(event.ranks,
+                             [](const lt::RankCall& c) { return c.source == tr::kAnySource; });
+}
+
 std::string_view function_name(FunctionId fn) {
   const tr::FunctionInfo* info = tr::find_function(static_cast<uint16_t>(fn));
   return info != nullptr ? info->name : std::string_view("(unknown)");

@@ -161,11 +161,6 @@ class Emitter {
     return ix;
   }
 
-  static bool wildcard(const EventInfo& info) {
-    return std::ranges::any_of(info.event->ranks,
-                               [](const lt::RankCall& c) { return c.source == tr::kAnySource; });
-  }
-
   std::string hint(const lt::Event& e, std::string_view what) const {
     return fmt::format("e{}_{}", e.id, what);
   }
@@ -674,7 +669,7 @@ class Emitter {
         if (mode == Mode::rewritten) return;  // posted at the start of the group
         const std::string bytes = bytes_expr(info, Side::recv, 1, &most);
         need_recv(most);
-        if (a_.replies && wildcard(info))  // remembers the source it matched, for the replies
+        if (a_.replies && is_wildcard_receive(e))  // remembers the source it matched, for the replies
           line(fmt::format("CHK(pskel_recv(pskel_rbuf, {}, {}, {}, {}));", bytes, peer_expr(info, Side::recv),
                            tag_expr(info, Side::recv), comm_expr(info)));
         else

@@ -109,6 +109,10 @@ double meta_calibration(const tr::TraceSet& trace, const char* key, size_t r);
 // Kind helpers.
 bool is_groupable(const EventInfo& info);
 std::string_view function_name(tr::FunctionId fn);
+// Replies (merge::reply_records): some rank's send goes to its last wildcard source; an
+// MPI_Recv that some rank posts with MPI_ANY_SOURCE.
+bool has_reply(const lt::Event& event);
+bool is_wildcard_receive(const lt::Event& event);
 
 // ---- scaling (scale.cpp) -------------------------------------------------------------------
 

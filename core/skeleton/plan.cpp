@@ -46,21 +46,11 @@ int64_t tag_of(const lt::Rule& rule) {
   return rule.kind == lt::Rule::Kind::constant && rule.base >= 0 ? rule.base : kAny;
 }
 
-bool has_reply(const lt::Item& item) {
-  if (item.is_loop())
-    return std::ranges::any_of(item.loop().body, [](const lt::Item& i) { return has_reply(i); });
-  return std::ranges::any_of(item.event().ranks, [](const lt::RankCall& c) {
-    return c.peer == lt::kLastWildcardSource;
-  });
-}
-
-bool has_wildcard_receive(const lt::Item& item) {
-  if (item.is_loop())
-    return std::ranges::any_of(item.loop().body,
-                               [](const lt::Item& i) { return has_wildcard_receive(i); });
-  return item.event().function == static_cast<uint16_t>(FunctionId::MPI_Recv) &&
-         std::ranges::any_of(item.event().ranks,
-                             [](const lt::RankCall& c) { return c.source == tr::kAnySource; });
+// Whether `pred` holds for an event of the item (itself, or one in the loop's body).
+template <class Pred>
+bool any_event(const lt::Item& item, Pred&& pred) {
+  if (!item.is_loop()) return pred(item.event());
+  return std::ranges::any_of(item.loop().body, [&](const lt::Item& i) { return any_event(i, pred); });
 }
 
 bool participates(const lt::Item& item, int32_t rank) {
@@ -422,7 +412,9 @@ class Planner {
       // A reply, or a wildcard receive that a reply may answer (the two can be in groups of
       // their own where a call of another kind stands between them).
       for (size_t k = i; k < end; ++k)
-        g.replies = g.replies || has_reply(body[k]) || (a_.replies && has_wildcard_receive(body[k]));
+        g.replies = g.replies || any_event(body[k], [&](const lt::Event& e) {
+                      return has_reply(e) || (a_.replies && is_wildcard_receive(e));
+                    });
       orders(body, g);
       groups.push_back(std::move(g));
       i = end;

@@ -1,102 +1,72 @@
-// The run finder (repetitions.h). A run with period p is at least 2p long, so it holds two
-// probes j, j + p that are multiples of p; the run is found from the first such j and every
-// later probe inside it is skipped. The same interval is found again at every multiple of its
-// smallest period; only the smallest is kept (seed §3.2's "flag on second discovery").
+// The run finder (repetitions.h), by either method.
 #include "compress/repetitions.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace pskel::compress {
+namespace {
+
+// Length of the common prefix of a[0..limit) and b[0..limit), eight symbols at a time.
+index_t common_forward(const uint32_t* a, const uint32_t* b, index_t limit) {
+  index_t l = 0;
+  while (l + 8 <= limit && std::memcmp(a + l, b + l, 8 * sizeof(uint32_t)) == 0) l += 8;
+  while (l < limit && a[l] == b[l]) ++l;
+  return l;
+}
+
+// Length of the common suffix of a[-limit..0) and b[-limit..0).
+index_t common_backward(const uint32_t* a, const uint32_t* b, index_t limit) {
+  index_t l = 0;
+  while (l + 8 <= limit && std::memcmp(a - l - 8, b - l - 8, 8 * sizeof(uint32_t)) == 0) l += 8;
+  while (l < limit && a[-1 - l] == b[-1 - l]) ++l;
+  return l;
+}
+
+}  // namespace
 
 void RunFinder::find(std::span<const uint32_t> text, uint32_t alphabet_size,
                      std::vector<Run>& runs) {
   text_ = text;
   alphabet_size_ = alphabet_size;
-  lce_ready_ = false;
   runs.clear();
-  const auto n = static_cast<index_t>(text.size());
-  owner_.assign(text.size(), kNoRun);
-  const uint32_t* s = text.data();
+  used_lyndon_roots_ = method_ == Method::kLyndonRoots || !find_by_probes(runs);
+  if (used_lyndon_roots_) {
+    runs.clear();
+    find_by_lyndon_roots(runs);
+  }
+}
+
+// The seed's probes. A run with period p is at least 2p long, so it holds two probes j, j + p
+// that are multiples of p; the run is found from the first such j and every later probe inside
+// it is skipped. O(n log n) probes, which read the text with a stride of p: in cache for short
+// strings, a miss each for long ones. Strings without long matches (no loops) are done here;
+// the first long match means loops, where the Lyndon roots are faster whatever the length.
+bool RunFinder::find_by_probes(std::vector<Run>& runs) {
+  const auto n = static_cast<index_t>(text_.size());
+  const uint32_t* s = text_.data();
   for (index_t p = 1; p <= n / 2; ++p) {
     for (index_t j = 0; j + p < n;) {
-      Run run;
-      const Probe found = s[j] != s[j + p] ? Probe::kNothing : probe(runs, j, p, run);
-      if (found == Probe::kNothing) {
+      if (s[j] != s[j + p]) {
         j += p;
         continue;
       }
-      if (found == Probe::kNewRun) {
-        std::fill(owner_.begin() + run.start, owner_.begin() + run.end(),
-                  static_cast<uint32_t>(runs.size()));
-        runs.push_back(run);
+      const index_t ahead = common_forward(s + j, s + j + p, std::min(kDirectCompare, n - j - p));
+      const index_t behind = common_backward(s + j, s + j + p, std::min(kDirectCompare, j));
+      if (ahead == kDirectCompare || behind == kDirectCompare) return false;
+      if (ahead + behind < p) {
+        j += p;
+        continue;
       }
+      // The same interval is found again at every multiple of its smallest period; only the
+      // smallest is kept (seed §3.2's "flag on second discovery").
+      const Run run{j - behind, behind + p + ahead, p};
+      if (!has_smaller_period(run)) runs.push_back(run);
       // Every later probe whose pair still lies inside the run would find it again.
-      j += (run.end() - p - j + p - 1) / p * p;
+      j += (run.end() - j - 1) / p * p;
     }
   }
-}
-
-// Most probes are settled by comparing a few symbols on either side (in cache, next to the
-// probe). A longer match needs LCE queries, whose chains of cache misses dominate the scan on
-// long periodic stretches; two cheaper tests come first. A run already found with a period q
-// that divides p, and holding the pair, is all of the stretch of period p through it: its
-// neighbours differ from the symbols q, hence p, inside it. This catches every run found again
-// at a multiple of its period. And a run through j and j + p matches (text[x] == text[x + p])
-// on a window at least p long around j, so on at least p / q consecutive points of a grid of
-// step q through j.
-RunFinder::Probe RunFinder::probe(const std::vector<Run>& runs, index_t j, index_t p, Run& run) {
-  index_t ahead = compare_forward(j, j + p);
-  index_t behind = compare_backward(j, j + p);
-  if (ahead == kDirectCompare || behind == kDirectCompare) {
-    if (owner_[j] != kNoRun) {
-      const Run& known = runs[owner_[j]];
-      if (p % known.period == 0 && j + p < known.end()) {
-        run = known;
-        return known.length >= 2 * p ? Probe::kKnownRun : Probe::kNothing;
-      }
-    }
-    if (p > 2 * kDirectCompare && !grid_matches(j, p)) return Probe::kNothing;
-    if (ahead == kDirectCompare) ahead = lce().forward(j, j + p);
-    if (behind == kDirectCompare) behind = lce().backward(j, j + p);
-  }
-  if (ahead + behind < p) return Probe::kNothing;
-  run = {j - behind, behind + p + ahead, p};
-  return has_smaller_period(run) ? Probe::kKnownRun : Probe::kNewRun;
-}
-
-bool RunFinder::grid_matches(index_t j, index_t p) const {
-  const auto n = static_cast<index_t>(text_.size());
-  const index_t q = p / 8;
-  const index_t needed = p / q;
-  index_t matched = 1;
-  for (index_t x = j + q; matched < needed && x + p < n && text_[x] == text_[x + p]; x += q)
-    ++matched;
-  for (index_t x = j - q; matched < needed && x >= 0 && text_[x] == text_[x + p]; x -= q)
-    ++matched;
-  return matched >= needed;
-}
-
-const Lce& RunFinder::lce() {
-  if (!lce_ready_) {
-    lce_.build(text_, alphabet_size_);
-    lce_ready_ = true;
-  }
-  return lce_;
-}
-
-index_t RunFinder::compare_forward(index_t i, index_t j) const {
-  const auto n = static_cast<index_t>(text_.size());
-  const index_t limit = std::min(kDirectCompare, n - std::max(i, j));
-  index_t l = 0;
-  while (l < limit && text_[i + l] == text_[j + l]) ++l;
-  return l;
-}
-
-index_t RunFinder::compare_backward(index_t i, index_t j) const {
-  const index_t limit = std::min(kDirectCompare, std::min(i, j));
-  index_t l = 0;
-  while (l < limit && text_[i - 1 - l] == text_[j - 1 - l]) ++l;
-  return l;
+  return true;
 }
 
 // Two periods p and q of one interval at least p + q long make gcd(p, q) a period too (Fine
@@ -112,15 +82,78 @@ bool RunFinder::has_smaller_period(const Run& run) {
         for (size_t m = f; m < size; m += f)
           if (smallest_factor_[m] == 0) smallest_factor_[m] = static_cast<uint32_t>(f);
   }
+  const uint32_t* s = text_.data() + run.start;
   for (index_t rest = p; rest > 1;) {
     const auto prime = static_cast<index_t>(smallest_factor_[rest]);
     const index_t q = p / prime;
-    const index_t l = compare_forward(run.start, run.start + q);
-    if ((l < kDirectCompare ? l : lce().forward(run.start, run.start + q)) >= run.length - q)
-      return true;
+    if (common_forward(s, s + q, run.length - q) == run.length - q) return true;
     while (rest % prime == 0) rest /= prime;
   }
   return false;
+}
+
+// The runs theorem (Bannai, I, Inenaga, Nakashima, Takeda, Tsuruta, SIAM J. Comput. 46(5),
+// 2017): a run of smallest period p holds a factor of length p that is the longest Lyndon word
+// starting at its position, under the symbols' order or under its reverse (whichever puts the
+// symbol after the run below the one p before it). So the longest Lyndon word at each position,
+// under both orders, names the one period a run through there can have; the match is extended
+// both ways by direct comparison, which reads memory in order, and a candidate inside a run
+// already found with that period is skipped. A Lyndon word is primitive, so a run found this
+// way has its smallest period, and no run is found twice within one order.
+void RunFinder::find_by_lyndon_roots(std::vector<Run>& runs) {
+  const auto n = static_cast<index_t>(text_.size());
+  if (n < 2) return;
+  // A terminator larger than every symbol (no run holds it) makes the suffixes distinct and none
+  // a prefix of another: the reverse order then ranks them exactly backwards, so one suffix
+  // array serves both orders.
+  terminated_.assign(text_.begin(), text_.end());
+  terminated_.push_back(alphabet_size_);
+  lyndon_end_.resize(static_cast<size_t>(n) + 2);
+  rank_.resize(static_cast<size_t>(n) + 1);
+  const std::span<index_t> sa(lyndon_end_.data(), static_cast<size_t>(n) + 1);
+  build_suffix_array(terminated_, alphabet_size_ + 1, sa);
+  for (index_t r = 0; r <= n; ++r) rank_[sa[r]] = r;
+
+  last_of_period_.assign(static_cast<size_t>(n) / 2 + 1, kNoRun);
+  const uint32_t* s = text_.data();
+  for (const bool reversed : {false, true}) {
+    find_lyndon_ends(reversed);
+    for (index_t i = 0; i < n; ++i) {
+      const index_t p = lyndon_end_[i] - i;
+      if (p > n / 2 || i + p > n) continue;  // a run is at least two periods long
+      const uint32_t last = last_of_period_[p];
+      if (last != kNoRun && runs[last].start <= i && i + p < runs[last].end()) continue;
+      const index_t ahead = common_forward(s + i, s + i + p, n - i - p);
+      const index_t behind = common_backward(s + i, s + i + p, i);
+      if (ahead + behind < p) continue;
+      last_of_period_[p] = static_cast<uint32_t>(runs.size());
+      runs.push_back({i - behind, behind + p + ahead, p});
+    }
+  }
+  // A run whose roots come under both orders was found once by each.
+  std::ranges::sort(runs, [](const Run& a, const Run& b) {
+    return a.period != b.period ? a.period < b.period : a.start < b.start;
+  });
+  runs.erase(std::unique(runs.begin(), runs.end()), runs.end());
+}
+
+// The longest Lyndon word at i ends at the next suffix that sorts below suffix i (Hohlweg and
+// Reutenauer, 2003); under the reverse order, the next one above it. Each position's answer is
+// found by jumping along the answers already known to its right: amortised O(n).
+void RunFinder::find_lyndon_ends(bool reversed) {
+  const auto n = static_cast<index_t>(text_.size());
+  const index_t* rank = rank_.data();
+  index_t* next = lyndon_end_.data();
+  next[n] = n + 1;  // the terminator: nothing sorts below it, as it is the largest symbol
+  for (index_t i = n - 1; i >= 0; --i) {
+    index_t j = i + 1;
+    if (reversed) {
+      while (j <= n && rank[j] < rank[i]) j = next[j];
+    } else {
+      while (j <= n && rank[j] > rank[i]) j = next[j];
+    }
+    next[i] = j;
+  }
 }
 
 }  // namespace pskel::compress

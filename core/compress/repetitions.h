@@ -1,6 +1,8 @@
-// All maximal repetitions ("runs") of a string, each with its smallest period (seed 000 §3.2):
-// for each period p, positions 0, p, 2p, ... are probed, and where text[j] == text[j + p] the
-// match is extended both ways. O(n log n) probes; the extensions cost O(1) each.
+// All maximal repetitions ("runs") of a string, each with its smallest period. Two methods,
+// the same runs: the seed's probes (000 §3.2: for each period p, positions 0, p, 2p, ...), the
+// cheapest while every match is short; and, from the first long match on, the runs theorem's
+// Lyndon roots (one suffix array, then one candidate period per position and order, checked by
+// direct comparison), which reads memory in order where long matches make probes miss cache.
 // Thread-compatible: one RunFinder per thread.
 #pragma once
 
@@ -8,7 +10,6 @@
 #include <span>
 #include <vector>
 
-#include "compress/lce.h"
 #include "compress/suffix_array.h"
 
 namespace pskel::compress {
@@ -27,39 +28,45 @@ struct Run {
 
 class RunFinder {
  public:
-  RunFinder() = default;
+  enum class Method {
+    kProbesFirst,   // probes; the Lyndon roots from the first match of kDirectCompare symbols
+    kLyndonRoots,   // the Lyndon roots only (tests)
+  };
+
+  explicit RunFinder(Method method = Method::kProbesFirst) : method_(method) {}
   RunFinder(const RunFinder&) = delete;
   RunFinder& operator=(const RunFinder&) = delete;
 
   // Replaces `runs` by every run of `text`, each once, ordered by period, then start.
-  // Keeps its workspace (about 44 bytes per symbol once built) for the next call.
+  // Keeps its workspace (about 16 bytes per symbol once the Lyndon roots ran) for the next call.
   // REQUIRES: every text[i] < alphabet_size; text.size() <= kMaxTextLength.
   void find(std::span<const uint32_t> text, uint32_t alphabet_size, std::vector<Run>& runs);
 
- private:
-  // Matches shorter than this are extended by direct comparison: most probes fail within a
-  // few symbols, and strings without long matches never need the suffix arrays at all.
+  // Whether the last find() used the Lyndon roots.
+  bool used_lyndon_roots() const { return used_lyndon_roots_; }
+
+  // Matches shorter than this are extended by the probes; a longer one hands over to the roots.
   static constexpr index_t kDirectCompare = 16;
 
-  // What the pair (j, j + p) shows: no run of period p, a run found before with a smaller
-  // period, or a new run. Sets `run` unless kNothing. REQUIRES: text[j] == text[j + p].
-  enum class Probe { kNothing, kKnownRun, kNewRun };
-  Probe probe(const std::vector<Run>& runs, index_t j, index_t p, Run& run);
-  // Whether text[x] == text[x + p] on enough points of a grid through j for a run to be there.
-  bool grid_matches(index_t j, index_t p) const;
-  const Lce& lce();
-  // Common extension of positions i and j by direct comparison, up to kDirectCompare.
-  index_t compare_forward(index_t i, index_t j) const;
-  index_t compare_backward(index_t i, index_t j) const;
+ private:
+  // False, with `runs` incomplete, on meeting a match of kDirectCompare symbols.
+  bool find_by_probes(std::vector<Run>& runs);
+  void find_by_lyndon_roots(std::vector<Run>& runs);
+  // lyndon_end_[i] = the end of the longest Lyndon word at i, under the symbols' order or their
+  // reverse.
+  void find_lyndon_ends(bool reversed);
   bool has_smaller_period(const Run& run);
 
+  Method method_;
+  bool used_lyndon_roots_ = false;
   std::span<const uint32_t> text_;
   uint32_t alphabet_size_ = 0;
-  bool lce_ready_ = false;
-  Lce lce_;                                  // built on the first long match
   std::vector<uint32_t> smallest_factor_;    // [m]: smallest prime factor of m, for m >= 2
+  std::vector<uint32_t> terminated_;         // text + one symbol larger than all
+  std::vector<index_t> rank_;                // [i]: rank of terminated_'s suffix i
+  std::vector<index_t> lyndon_end_;          // suffix array, then Lyndon ends
   static constexpr uint32_t kNoRun = UINT32_MAX;
-  std::vector<uint32_t> owner_;              // [i]: the last run found that holds i, or kNoRun
+  std::vector<uint32_t> last_of_period_;     // [p]: the last run found of period p, or kNoRun
 };
 
 }  // namespace pskel::compress

@@ -1,5 +1,5 @@
-// Loop-compression benchmark (docs/design.md: 324,355 events <= 0.3 s; 10^7 events <= 10 s in
-// <= 2 GB). Synthetic traces with nested loops, noise and tails; each case runs in a forked
+// Loop-compression benchmark (docs/design.md: 324,355 events <= 0.05 s; 10^7 events <= 2 s in
+// <= 1 GB). Synthetic traces with nested loops, noise and tails; each case runs in a forked
 // child so that its peak RSS is its own, and the seed's quadratic loop finder runs on the same
 // input in another child where it fits the time budget. Figures, not a pass/fail test.
 //
@@ -280,9 +280,9 @@ int main(int argc, char** argv) {
     if (n <= 1000000) cases.push_back({"no loops", n, [n] { return random_trace(n, n); }});
   }
 
-  std::printf("loop compression: pskel::compress (SA-IS + LCE, Algorithm 4) vs the quadratic "
-              "loop finder\n%s; baseline where its predicted time <= %.0f s; speedup in CPU "
-              "time\n\n",
+  std::printf("loop compression: pskel::compress (probes, Lyndon roots, Algorithm 4) vs the "
+              "quadratic loop finder\n%s; baseline where its predicted time <= %.0f s; "
+              "speedup in CPU time\n\n",
               smoke ? "smoke run" : "one run per case", budget);
   std::printf("%-13s %9s %8s %8s %8s %10s %6s %3s %11s %9s %10s\n", "case", "events", "time s",
               "cpu s", "peak MB", "compressed", "rounds", "ok", "quadratic s", "speedup",

@@ -103,6 +103,17 @@ static inline int pskel_run(const int *starts, int n, int rank)
     return lo;
 }
 
+/* Per-rank tables of a value that follows where the rank sits on an nx x ny x nz grid (x
+ * fastest): per axis 0 at the first coordinate, 2 at the last, 1 between; 0..26 indexes the
+ * table. A 3-D stencil's ranks inside, on a face, on an edge or at a corner differ by what
+ * their edges leave out. */
+static inline int pskel_grid_place(int rank, int nx, int ny, int nz)
+{
+    const int x = rank % nx, y = rank / nx % ny, z = rank / (nx * ny);
+    return (x == 0 ? 0 : x == nx - 1 ? 2 : 1) + 3 * (y == 0 ? 0 : y == ny - 1 ? 2 : 1) +
+           9 * (z == 0 ? 0 : z == nz - 1 ? 2 : 1);
+}
+
 /* Replies (a master answering whichever worker reported first): the skeleton's wildcard
  * receives remember the source they matched, and a reply is sent there, so the skeleton's
  * run answers whoever comes first in it, as the program did. pskel_recv is MPI_Recv that sets

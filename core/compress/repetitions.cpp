@@ -144,7 +144,7 @@ void RunFinder::find_lyndon_ends(bool reversed) {
   const auto n = static_cast<index_t>(text_.size());
   const index_t* rank = rank_.data();
   index_t* next = lyndon_end_.data();
-  next[n] = n + 1;  // the terminator: nothing sorts below it, as it is the largest symbol
+  next[n] = n + 1;  // the terminator's suffix is the last one: none follows it
   for (index_t i = n - 1; i >= 0; --i) {
     index_t j = i + 1;
     if (reversed) {

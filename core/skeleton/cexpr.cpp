@@ -308,6 +308,45 @@ std::string block_start(const std::vector<int>& ranks, const std::vector<int64_t
   return "";
 }
 
+// Where rank r sits on an nx x ny x nz grid (x fastest): per axis 0 at the first coordinate, 2
+// at the last, 1 between; 0..26. pskel_grid_place() in the skeleton's runtime is the same.
+int grid_place(int r, int nx, int ny, int nz) {
+  const auto axis = [](int c, int extent) { return c == 0 ? 0 : c == extent - 1 ? 2 : 1; };
+  return axis(r % nx, nx) + 3 * axis(r / nx % ny, ny) + 9 * axis(r / (nx * ny), nz);
+}
+
+struct GridPlaces {
+  int nx = 0, ny = 0, nz = 0;       // nx == 0: none fits
+  std::vector<std::string> cells;   // [place]: the cell of the ranks there ("0" where none)
+};
+
+// The first grid (by nx, then ny, over the factorisations of n) on which the cell of every
+// present rank is the cell of its place: a 3-D stencil's kinds of rank (inside, on a face, on an
+// edge, at a corner), which differ by what their edges leave out.
+GridPlaces grid_places(const std::vector<std::string>& cells, const std::vector<bool>& present,
+                       int n) {
+  constexpr int kPlaces = 27;
+  for (int nx = 2; nx <= n; ++nx) {
+    if (n % nx != 0) continue;
+    for (int ny = 1; ny <= n / nx; ++ny) {
+      if (n / nx % ny != 0) continue;
+      GridPlaces grid{nx, ny, n / nx / ny, std::vector<std::string>(kPlaces)};
+      bool fits = true;
+      for (int r = 0; r < n && fits; ++r) {
+        if (!present[static_cast<size_t>(r)]) continue;
+        std::string& cell = grid.cells[static_cast<size_t>(grid_place(r, nx, ny, grid.nz))];
+        if (cell.empty()) cell = cells[static_cast<size_t>(r)];
+        fits = cell == cells[static_cast<size_t>(r)];
+      }
+      if (!fits) continue;
+      for (std::string& cell : grid.cells)
+        if (cell.empty()) cell = "0";
+      return grid;
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 std::string Tables::per_rank(std::string_view hint, std::string_view type,
@@ -338,8 +377,12 @@ std::string Tables::per_rank(std::string_view hint, std::string_view type,
   const size_t declaration = 2 * (hint.size() + type.size() + 32);  // two arrays' boilerplate
   const size_t runs_text = declaration + join(run_values).size() + text(starts);
   const size_t codes_text = declaration + join(distinct).size() + text(codes);
+  const GridPlaces grid = cells.size() == static_cast<size_t>(n_) ? grid_places(cells, present, n_)
+                                                                   : GridPlaces{};
+  const size_t grid_text = grid.nx == 0 ? std::numeric_limits<size_t>::max()
+                                         : declaration + join(grid.cells).size();
   // Compressed only where it saves most of the table: small tables stay as they were.
-  if (std::min(runs_text, codes_text) * 2 > plain.size()) {
+  if (std::min({runs_text, codes_text, grid_text}) * 2 > plain.size()) {
     return declare(hint, plain, fmt::format("{}[{}]{{{}}}", type, cells.size(), body)) + "[rank]";
   }
   auto values_of = [&](std::string_view what, const std::vector<std::string>& values) {
@@ -348,6 +391,10 @@ std::string Tables::per_rank(std::string_view hint, std::string_view type,
                    fmt::format("static const {} {}[{}] = {{{}}};", type, kName, values.size(), list),
                    fmt::format("{}[{}]{{{}}}", type, values.size(), list));
   };
+  if (grid_text <= std::min(runs_text, codes_text)) {
+    return fmt::format("{}[pskel_grid_place(rank, {}, {}, {})]", values_of("places", grid.cells),
+                       grid.nx, grid.ny, grid.nz);
+  }
   if (runs_text <= codes_text) {
     const std::string at = array(fmt::format("{}_starts", hint), "int", starts);
     return fmt::format("{}[pskel_run({}, {}, rank)]", values_of("runs", run_values), at, starts.size());

@@ -605,6 +605,17 @@ TEST_CASE("skeleton: a wavefront's boundary ranks are grid conditions, not per-r
   CHECK(has(s.source, "(rank % 16 > 0 ? rank - 1 : rank + 16)"));
 }
 
+TEST_CASE("skeleton: edge ranks that skip their missing neighbours' calls need no table as long as the job") {
+  // halo3d-skip: 27 kinds of rank, each with its own calls, requests and counts. At 64 ranks
+  // the tables are small enough to stay plain.
+  const sk::Skeleton small = generate(synthetic(pskel::test::Pattern::halo3d_skip, 64, 140));
+  const sk::Skeleton large = generate(synthetic(pskel::test::Pattern::halo3d_skip, 1024, 140));
+  CHECK(has(large.source, "pskel_grid_place(rank, 16, 8, 8)"));
+  CHECK(!has(large.source, "[1024]"));
+  CHECK(large.source.size() < 2 * small.source.size());
+  MESSAGE("skeleton.c of 64 ranks " << small.source.size() << " bytes, of 1,024 " << large.source.size());
+}
+
 TEST_CASE("skeleton: a periodic grid's neighbour wraps within its row") {
   auto w = pskel::test::world(12);  // 3 rows of 4, periodic along the rows
   for (int r = 0; r < 12; ++r) {
@@ -631,6 +642,29 @@ TEST_CASE("skeleton: a master answers whoever reported first, and its skeleton d
   CHECK(has(large.source, "(rank % 64 == 0 ? MPI_ANY_SOURCE : rank / 64 * 64)"));
   CHECK(large.source.size() < 2 * small.source.size());
   MESSAGE("skeleton.c of 64 ranks " << small.source.size() << " bytes, of 1,024 " << large.source.size());
+}
+
+TEST_CASE("skeleton tables: values that follow a rank's place on a 3-D grid are a table of 27") {
+  using pskel::skeleton::detail::Tables;
+  const int nx = 8, ny = 4, nz = 16, n = nx * ny * nz;
+  const std::vector<bool> all(n, true);
+  // How many neighbours a rank has: 6 inside, fewer on a face, an edge, a corner.
+  std::vector<int64_t> neighbours(n, 0);
+  std::vector<bool> above(n);  // not in the first row of its plane
+  for (int r = 0; r < n; ++r) {
+    const int c[3] = {r % nx, r / nx % ny, r / (nx * ny)}, d[3] = {nx, ny, nz};
+    for (int a = 0; a < 3; ++a) neighbours[static_cast<size_t>(r)] += (c[a] > 0) + (c[a] < d[a] - 1);
+    above[static_cast<size_t>(r)] = c[1] > 0;
+  }
+  Tables t(n);
+  CHECK(t.ints("e13_passed", neighbours, all) ==
+        "e13_passed_places[pskel_grid_place(rank, 8, 4, 16)]");
+  CHECK(has(t.declarations(), "static const int e13_passed_places[27] = {3, 4, 3, 4, 5, 4, 3, 4, "
+                              "3, 4, 5, 4, 5, 6, 5, 4, 5, 4, 3, 4, 3, 4, 5, 4, 3, 4, 3};"));
+  CHECK(t.condition(above, all) == "takes_part_places[pskel_grid_place(rank, 8, 4, 16)]");
+  // One rank that breaks the pattern: no grid fits, and the table is a plain one again.
+  neighbours[100] = 9;
+  CHECK(t.ints("broken", neighbours, all) == "broken[rank]");
 }
 
 TEST_CASE("skeleton tables: values of ranks that really differ are compressed where that saves half") {

@@ -97,9 +97,9 @@ bool RunFinder::has_smaller_period(const Run& run) {
 // starting at its position, under the symbols' order or under its reverse (whichever puts the
 // symbol after the run below the one p before it). So the longest Lyndon word at each position,
 // under both orders, names the one period a run through there can have; the match is extended
-// both ways by direct comparison, which reads memory in order, and a candidate inside a run
-// already found with that period is skipped. A Lyndon word is primitive, so a run found this
-// way has its smallest period, and no run is found twice within one order.
+// both ways (match_forward, match_backward), and a candidate inside a run already found with
+// that period is skipped. A Lyndon word is primitive, so a run found this way has its smallest
+// period, and no run is found twice within one order.
 void RunFinder::find_by_lyndon_roots(std::vector<Run>& runs) {
   const auto n = static_cast<index_t>(text_.size());
   if (n < 2) return;
@@ -115,17 +115,22 @@ void RunFinder::find_by_lyndon_roots(std::vector<Run>& runs) {
   for (index_t r = 0; r <= n; ++r) rank_[sa[r]] = r;
 
   last_of_period_.assign(static_cast<size_t>(n) / 2 + 1, kNoRun);
-  const uint32_t* s = text_.data();
+  waste_left_ = budget_per_symbol_ * static_cast<int64_t>(n);
+  lce_ready_ = false;
   for (const bool reversed : {false, true}) {
     find_lyndon_ends(reversed);
     for (index_t i = 0; i < n; ++i) {
       const index_t p = lyndon_end_[i] - i;
       if (p > n / 2 || i + p > n) continue;  // a run is at least two periods long
+      // [i, i + p) inside a run of period p: extending from i would give that run again.
       const uint32_t last = last_of_period_[p];
-      if (last != kNoRun && runs[last].start <= i && i + p < runs[last].end()) continue;
-      const index_t ahead = common_forward(s + i, s + i + p, n - i - p);
-      const index_t behind = common_backward(s + i, s + i + p, i);
-      if (ahead + behind < p) continue;
+      if (last != kNoRun && runs[last].start <= i && i + p <= runs[last].end()) continue;
+      const index_t ahead = match_forward(i, i + p);
+      const index_t behind = match_backward(i, i + p);
+      if (ahead + behind < p) {
+        waste_left_ -= ahead + behind + 1;
+        continue;
+      }
       last_of_period_[p] = static_cast<uint32_t>(runs.size());
       runs.push_back({i - behind, behind + p + ahead, p});
     }
@@ -135,6 +140,34 @@ void RunFinder::find_by_lyndon_roots(std::vector<Run>& runs) {
     return a.period != b.period ? a.period < b.period : a.start < b.start;
   });
   runs.erase(std::unique(runs.begin(), runs.end()), runs.end());
+}
+
+// Most candidates fail within a few symbols, and the comparisons that find a run are paid for by
+// its length, but a candidate can match p - 1 symbols and fail (0^k 1 0^k: at each position of
+// the first block, with p up to k): direct comparison alone is quadratic there. So what failing
+// candidates compare has a budget linear in n, and past it a long match is measured by an LCE
+// query in O(1).
+index_t RunFinder::match_forward(index_t i, index_t j) {
+  const auto n = static_cast<index_t>(text_.size());
+  const uint32_t* s = text_.data();
+  if (waste_left_ > 0) return common_forward(s + i, s + j, n - j);
+  const index_t l = common_forward(s + i, s + j, std::min(kDirectCompare, n - j));
+  return l < kDirectCompare ? l : lce().forward(i, j);
+}
+
+index_t RunFinder::match_backward(index_t i, index_t j) {
+  const uint32_t* s = text_.data();
+  if (waste_left_ > 0) return common_backward(s + i, s + j, i);
+  const index_t l = common_backward(s + i, s + j, std::min(kDirectCompare, i));
+  return l < kDirectCompare ? l : lce().backward(i, j);
+}
+
+const Lce& RunFinder::lce() {
+  if (!lce_ready_) {
+    lce_.build(text_, alphabet_size_);
+    lce_ready_ = true;
+  }
+  return lce_;
 }
 
 // The longest Lyndon word at i ends at the next suffix that sorts below suffix i (Hohlweg and

@@ -2,7 +2,8 @@
 // the same runs: the seed's probes (000 §3.2: for each period p, positions 0, p, 2p, ...), the
 // cheapest while every match is short; and, from the first long match on, the runs theorem's
 // Lyndon roots (one suffix array, then one candidate period per position and order, checked by
-// direct comparison), which reads memory in order where long matches make probes miss cache.
+// direct comparison, or by LCE queries once failed candidates have cost a budget linear in n), which
+// reads memory in order where long matches make probes miss cache.
 // Thread-compatible: one RunFinder per thread.
 #pragma once
 
@@ -10,6 +11,7 @@
 #include <span>
 #include <vector>
 
+#include "compress/lce.h"
 #include "compress/suffix_array.h"
 
 namespace pskel::compress {
@@ -33,13 +35,21 @@ class RunFinder {
     kLyndonRoots,   // the Lyndon roots only (tests)
   };
 
-  explicit RunFinder(Method method = Method::kProbesFirst) : method_(method) {}
+  // The Lyndon roots compare symbols directly, but for candidates that turn out not to be runs
+  // at most `waste_per_symbol` per symbol of the text, in all; past that, matches longer than
+  // kDirectCompare are measured by LCE queries.
+  static constexpr int64_t kWastePerSymbol = 512;
+
+  explicit RunFinder(Method method = Method::kProbesFirst,
+                     int64_t waste_per_symbol = kWastePerSymbol)
+      : method_(method), budget_per_symbol_(waste_per_symbol) {}
   RunFinder(const RunFinder&) = delete;
   RunFinder& operator=(const RunFinder&) = delete;
 
   // Replaces `runs` by every run of `text`, each once, ordered by period, then start.
-  // Keeps its workspace (about 16 bytes per symbol once the Lyndon roots ran) for the next call.
-  // REQUIRES: every text[i] < alphabet_size; text.size() <= kMaxTextLength.
+  // Keeps its workspace for the next call: about 16 bytes per symbol once the Lyndon roots ran,
+  // 44 more once they needed LCE queries.
+  // REQUIRES: every text[i] < alphabet_size < UINT32_MAX; text.size() < kMaxTextLength.
   void find(std::span<const uint32_t> text, uint32_t alphabet_size, std::vector<Run>& runs);
 
   // Whether the last find() used the Lyndon roots.
@@ -55,9 +65,15 @@ class RunFinder {
   // lyndon_end_[i] = the end of the longest Lyndon word at i, under the symbols' order or their
   // reverse.
   void find_lyndon_ends(bool reversed);
+  // How far text[i..] and text[j..] match forward, and text[..i) and text[..j) backward.
+  // REQUIRES: i < j.
+  index_t match_forward(index_t i, index_t j);
+  index_t match_backward(index_t i, index_t j);
+  const Lce& lce();
   bool has_smaller_period(const Run& run);
 
   Method method_;
+  int64_t budget_per_symbol_;
   bool used_lyndon_roots_ = false;
   std::span<const uint32_t> text_;
   uint32_t alphabet_size_ = 0;
@@ -67,6 +83,9 @@ class RunFinder {
   std::vector<index_t> lyndon_end_;          // suffix array, then Lyndon ends
   static constexpr uint32_t kNoRun = UINT32_MAX;
   std::vector<uint32_t> last_of_period_;     // [p]: the last run found of period p, or kNoRun
+  int64_t waste_left_ = 0;   // symbols the roots may still compare for candidates that fail
+  bool lce_ready_ = false;
+  Lce lce_;                                  // built when the budget runs out
 };
 
 }  // namespace pskel::compress

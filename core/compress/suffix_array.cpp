@@ -1,4 +1,4 @@
-// SA-IS (suffix_array.h). The passes follow the paper: classify the
+// SA-IS and the Φ LCP construction (suffix_array.h). The passes follow the paper: classify the
 // suffixes, sort the LMS substrings by induction, name them, sort the reduced string (by
 // recursion while names repeat), then induce the whole order from the sorted LMS suffixes.
 #include "compress/suffix_array.h"
@@ -143,6 +143,30 @@ void sais_main(const uint32_t* text, index_t* sa, index_t n, uint32_t k) {
 void build_suffix_array(std::span<const uint32_t> text, uint32_t alphabet_size,
                         std::span<index_t> sa) {
   sais_main(text.data(), sa.data(), static_cast<index_t>(text.size()), alphabet_size);
+}
+
+void build_rank_and_lcp(std::span<const uint32_t> text, std::span<const index_t> sa,
+                        std::span<index_t> rank, std::span<index_t> lcp) {
+  const auto n = static_cast<index_t>(text.size());
+  if (n == 0) return;
+  // Φ[i]: the suffix just before suffix i in sorted order. Walking i in text order lets the
+  // common prefix shrink by at most one per step, so the comparisons total O(n).
+  index_t* phi = rank.data();
+  phi[sa[0]] = kEmpty;
+  for (index_t r = 1; r < n; ++r) phi[sa[r]] = sa[r - 1];
+  index_t l = 0;
+  for (index_t i = 0; i < n; ++i) {
+    const index_t j = phi[i];
+    if (j == kEmpty) {
+      phi[i] = l = 0;
+      continue;
+    }
+    while (i + l < n && j + l < n && text[i + l] == text[j + l]) ++l;
+    phi[i] = l;  // now the permuted LCP: lcp of suffix i and its predecessor
+    if (l > 0) --l;
+  }
+  for (index_t r = 0; r < n; ++r) lcp[r] = phi[sa[r]];
+  for (index_t r = 0; r < n; ++r) rank[sa[r]] = r;
 }
 
 }  // namespace pskel::compress

@@ -1,6 +1,6 @@
-// Suffix arrays over integer alphabets in linear time (seed 000 §3.1, Algorithm 3): the order
-// of suffixes that gives the run finder its Lyndon words. A pure function over caller-owned
-// arrays; thread-compatible, no shared state.
+// Suffix arrays over integer alphabets in linear time, and their LCP arrays: the base of the
+// longest-common-extension queries that find loops (seed 000 §3.1, Algorithm 3). Pure
+// functions over caller-owned arrays; thread-compatible, no shared state.
 #pragma once
 
 #include <cstdint>
@@ -24,5 +24,18 @@ inline constexpr index_t kMaxTextLength = index_t{1} << 30;
 // Temporary memory: about 2n words + n bytes + 2 * alphabet_size words.
 void build_suffix_array(std::span<const uint32_t> text, uint32_t alphabet_size,
                         std::span<index_t> sa);
+
+// The inverse of `sa` and its LCP array, with the Φ algorithm (Kärkkäinen, Manzini, Puglisi,
+// "Permuted Longest-Common-Prefix Array", CPM 2009): Kasai's result with sequential text
+// access, and no memory beyond the two outputs.
+//
+// text [0..n-1]   the string `sa` was built from.
+// sa   [0..n-1]   its suffix array.
+// rank [0..n-1]   output: rank[sa[r]] == r. Used as scratch before it is written.
+// lcp  [0..n-1]   output: lcp[0] == 0; lcp[r] = length of the longest common prefix of the
+//                 suffixes starting at sa[r-1] and sa[r].
+// REQUIRES: all four spans have the same size.
+void build_rank_and_lcp(std::span<const uint32_t> text, std::span<const index_t> sa,
+                        std::span<index_t> rank, std::span<index_t> lcp);
 
 }  // namespace pskel::compress

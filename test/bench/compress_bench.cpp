@@ -88,6 +88,16 @@ Symbols random_trace(size_t n, uint64_t seed) {
   return out;
 }
 
+// One call repeated, another call, the same loop again: (Send)^k Barrier (Send)^k. Each position
+// of the first loop matches the second for all but one symbol without being a run: the hostile
+// case for direct comparison, which the run finder bounds (core/compress/README.md).
+Symbols twin_loops(size_t n) {
+  Symbols out(n / 2, 0);
+  out.push_back(1);
+  out.resize(n, 0);
+  return out;
+}
+
 // Shaped like NPB LU class C's merged trace (324,355 events): 250 SSOR iterations, each an
 // exchange of the right-hand side (17 calls) and the lower and upper triangular sweeps over 160
 // planes (Recv Recv Send Send each, with other peers in each sweep); a prologue, a first
@@ -278,6 +288,9 @@ int main(int argc, char** argv) {
   }
   for (const size_t n : sizes) {
     if (n <= 1000000) cases.push_back({"no loops", n, [n] { return random_trace(n, n); }});
+  }
+  for (const size_t n : sizes) {
+    if (n >= 10000) cases.push_back({"loop|call|loop", n, [n] { return twin_loops(n); }});
   }
 
   std::printf("loop compression: pskel::compress (probes, Lyndon roots, Algorithm 4) vs the "

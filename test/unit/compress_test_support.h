@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <set>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <doctest/doctest.h>
@@ -99,6 +101,7 @@ inline std::vector<uint32_t> fibonacci_word(size_t n) {
 inline std::vector<cz::Run> naive_runs(std::span<const uint32_t> text) {
   const auto n = static_cast<cz::index_t>(text.size());
   std::vector<cz::Run> found;
+  std::set<std::pair<cz::index_t, cz::index_t>> seen;  // (start, length)
   for (cz::index_t p = 1; 2 * p <= n; ++p) {
     for (cz::index_t a = 0; a + p < n;) {
       if (text[a] != text[a + p]) {
@@ -107,13 +110,7 @@ inline std::vector<cz::Run> naive_runs(std::span<const uint32_t> text) {
       }
       cz::index_t b = a;
       while (b + p < n && text[b] == text[b + p]) ++b;
-      if (b - a >= p) {
-        const cz::Run run{a, b - a + p, p};
-        const bool seen = std::ranges::any_of(found, [&](const cz::Run& r) {
-          return r.start == run.start && r.length == run.length;
-        });
-        if (!seen) found.push_back(run);
-      }
+      if (b - a >= p && seen.insert({a, b - a + p}).second) found.push_back({a, b - a + p, p});
       a = b;
     }
   }

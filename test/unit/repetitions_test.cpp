@@ -21,13 +21,22 @@ std::vector<cz::Run> find_runs(cz::RunFinder& finder, const std::vector<uint32_t
 
 using Method = cz::RunFinder::Method;
 
-// Runs `check(finder)` with a finder of each method, kept across the calls of one check as the
-// compressor keeps its finder.
+// Runs `check(finder)` with a finder of each method, and the Lyndon roots also with no budget
+// for direct comparison (every long match an LCE query); each kept across the calls of one check
+// as the compressor keeps its finder.
 template <typename Check>
 void with_each_method(Check check) {
-  for (const Method method : {Method::kProbesFirst, Method::kLyndonRoots}) {
-    CAPTURE(method == Method::kProbesFirst ? "probes first" : "Lyndon roots");
-    cz::RunFinder finder(method);
+  struct Way {
+    const char* name;
+    Method method;
+    int64_t budget;
+  };
+  constexpr int64_t kWaste = cz::RunFinder::kWastePerSymbol;
+  for (const Way way : {Way{"probes first", Method::kProbesFirst, kWaste},
+                        Way{"Lyndon roots", Method::kLyndonRoots, kWaste},
+                        Way{"Lyndon roots, LCE queries", Method::kLyndonRoots, 0}}) {
+    CAPTURE(way.name);
+    cz::RunFinder finder(way.method, way.budget);
     check(finder);
   }
 }
@@ -190,4 +199,45 @@ TEST_CASE("runs of long strings: loops nested three deep, a Fibonacci word, rand
   CHECK_FALSE(finder.used_lyndon_roots());
   CHECK(random_runs.size() > 1000);
   CHECK(find_runs(roots, random) == random_runs);
+}
+
+TEST_CASE("matches that fail a symbol short of a run stay linear: 0^k 1 0^k, (01)^k 2 (01)^k") {
+  // At each position of the first block the candidate period reaches the second block and
+  // matches all but one symbol: compared directly every time, 10^12 comparisons.
+  const cz::index_t k = 1000000;
+  std::vector<uint32_t> zeros(static_cast<size_t>(k), 0);
+  zeros.push_back(1);
+  zeros.insert(zeros.end(), static_cast<size_t>(k), 0);
+  std::vector<uint32_t> pairs = repeat({0, 1}, static_cast<size_t>(k) / 2);
+  pairs.push_back(2);
+  const std::vector<uint32_t> second = repeat({0, 1}, static_cast<size_t>(k) / 2);
+  pairs.insert(pairs.end(), second.begin(), second.end());
+  cz::RunFinder finder;
+  CHECK(find_runs(finder, zeros) == std::vector<cz::Run>{{0, k, 1}, {k + 1, k, 1}});
+  CHECK(finder.used_lyndon_roots());
+  CHECK(find_runs(finder, pairs) == std::vector<cz::Run>{{0, k, 2}, {k + 1, k, 2}});
+}
+
+TEST_CASE("runs of strings of thousands equal the definition, by each method") {
+  Random rng(25);
+  std::vector<uint32_t> nested;
+  while (nested.size() < 6000) {
+    for (int plane = 0; plane < 12; ++plane) {
+      nested.insert(nested.end(), {0, 1, 0, 1, 0, 1, 2});
+      if (rng.below(40) == 0) nested.push_back(3);
+    }
+    nested.push_back(4);
+  }
+  std::vector<uint32_t> shifted = repeat({0}, 3000);  // 0^k 1 0^k with a loop in each half
+  shifted.push_back(1);
+  shifted.insert(shifted.end(), 3000, 0);
+  for (size_t i = 500; i < 800; ++i) shifted[i] = i % 3 == 0 ? 2 : 0;
+  for (size_t i = 4000; i < 4300; ++i) shifted[i] = i % 3 == 1 ? 2 : 0;
+  const std::vector<std::vector<uint32_t>> texts = {nested, fibonacci_word(6000), shifted,
+                                                    random_text(rng, 6000, 2)};
+  for (const auto& text : texts) {
+    CAPTURE(text.size());
+    const std::vector<cz::Run> expected = naive_runs(text);
+    with_each_method([&](cz::RunFinder& finder) { CHECK(find_runs(finder, text) == expected); });
+  }
 }

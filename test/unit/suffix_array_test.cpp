@@ -1,11 +1,12 @@
-// Suffix arrays (SA-IS) against a naive construction on thousands of random and structured
-// strings.
+// Suffix arrays (SA-IS), their rank and LCP arrays, and the range-minimum structure, against
+// naive constructions on thousands of random and structured strings.
 #include <algorithm>
 #include <numeric>
 #include <vector>
 
 #include <doctest/doctest.h>
 
+#include "compress/lce.h"
 #include "compress/suffix_array.h"
 #include "compress_test_support.h"
 
@@ -35,14 +36,20 @@ uint32_t alphabet_of(const std::vector<uint32_t>& text) {
 }
 
 void check_against_naive(const std::vector<uint32_t>& text, uint32_t alphabet) {
-  std::vector<index_t> sa(text.size());
+  const size_t n = text.size();
+  std::vector<index_t> sa(n), rank(n), lcp(n);
   cz::build_suffix_array(text, alphabet, sa);
   REQUIRE(sa == naive_suffix_array(text));
+  cz::build_rank_and_lcp(text, sa, rank, lcp);
+  for (size_t r = 0; r < n; ++r) {
+    REQUIRE(rank[sa[r]] == static_cast<index_t>(r));
+    REQUIRE(lcp[r] == (r == 0 ? 0 : naive_common_prefix(text, sa[r - 1], sa[r])));
+  }
 }
 
 }  // namespace
 
-TEST_CASE("suffix array equals the naive one on random strings") {
+TEST_CASE("suffix array, rank and LCP equal the naive ones on random strings") {
   Random rng(1);
   for (const uint32_t alphabet : {1u, 2u, 3u, 4u, 7u, 26u, 300u}) {
     for (int trial = 0; trial < 600; ++trial) {
@@ -81,22 +88,48 @@ TEST_CASE("suffix array of periodic, Fibonacci and all-equal strings") {
   }
 }
 
-TEST_CASE("suffix array of a long random string is a sorted permutation") {
+TEST_CASE("suffix array of a long random string is sorted, and LCP matches") {
   Random rng(3);
   for (const uint32_t alphabet : {2u, 40u, 70000u}) {
     const std::vector<uint32_t> text = random_text(rng, 70000, alphabet);
     const size_t n = text.size();
-    std::vector<index_t> sa(n);
+    std::vector<index_t> sa(n), rank(n), lcp(n);
     cz::build_suffix_array(text, alphabet, sa);
+    cz::build_rank_and_lcp(text, sa, rank, lcp);
     std::vector<bool> seen(n);
     for (size_t r = 0; r < n; ++r) {
       REQUIRE(!seen[sa[r]]);
       seen[sa[r]] = true;
       if (r == 0) continue;
       const index_t l = naive_common_prefix(text, sa[r - 1], sa[r]);
+      REQUIRE(lcp[r] == l);
       // The first difference orders the pair; a suffix that ends first is smaller.
       const size_t a = sa[r - 1] + l, b = sa[r] + l;
       REQUIRE((a == n || (b != n && text[a] < text[b])));
+    }
+  }
+}
+
+TEST_CASE("range minimum equals a scan, across block boundaries") {
+  Random rng(4);
+  for (const size_t n : {1, 2, 31, 32, 33, 63, 64, 65, 97, 200, 1000}) {
+    for (int trial = 0; trial < 5; ++trial) {
+      std::vector<index_t> values(n);
+      const uint32_t range = trial == 0 ? 1 : trial == 1 ? 3 : 1000;
+      for (index_t& v : values) v = static_cast<index_t>(rng.below(range));
+      if (trial == 4) std::ranges::sort(values, std::greater<>());  // every value on the stack
+      cz::RangeMin rmq;
+      rmq.build(values);
+      for (size_t lo = 0; lo < n; lo += (n > 200 ? 7 : 1)) {
+        index_t expected = values[lo];
+        for (size_t hi = lo; hi < n; ++hi) {
+          expected = std::min(expected, values[hi]);
+          CAPTURE(n);
+          CAPTURE(lo);
+          CAPTURE(hi);
+          REQUIRE(rmq.min(static_cast<index_t>(lo), static_cast<index_t>(hi)) == expected);
+        }
+      }
     }
   }
 }

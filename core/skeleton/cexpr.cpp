@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <utility>
 
 namespace pskel::skeleton::detail {
 
@@ -316,32 +317,47 @@ int grid_place(int r, int nx, int ny, int nz) {
 }
 
 struct GridPlaces {
-  int nx = 0, ny = 0, nz = 0;       // nx == 0: none fits
-  std::vector<std::string> cells;   // [place]: the cell of the ranks there ("0" where none)
+  int nx = 0, ny = 0, nz = 0;     // nx == 0: none fits
+  std::vector<int64_t> codes;     // [place]: the code of the ranks there, -1 where none
 };
 
-// The first grid (by nx, then ny, over the factorisations of n) on which the cell of every
-// present rank is the cell of its place: a 3-D stencil's kinds of rank (inside, on a face, on an
-// edge, at a corner), which differ by what their edges leave out.
-GridPlaces grid_places(const std::vector<std::string>& cells, const std::vector<bool>& present,
-                       int n) {
+// The first grid (by nx, then ny, over the factorisations of n) on which the code of every
+// present rank is the code of its place: a 3-D stencil's kinds of rank (inside, on a face, on
+// an edge, at a corner), which differ by what their edges leave out.
+GridPlaces grid_places(const std::vector<int64_t>& codes, const std::vector<bool>& present, int n) {
   constexpr int kPlaces = 27;
+  // Where the code changes from one present rank to the next, the place must change too: a test
+  // that rejects most grids at once (a job size of many factorisations has thousands). The
+  // ranks of those changes are checked first, then the rest, so that a grid that fails, fails
+  // early.
+  std::vector<std::pair<int, int>> changes;
+  std::vector<int> order;
+  for (int r = 0, last = -1; r < n; ++r) {
+    if (!present[static_cast<size_t>(r)]) continue;
+    if (last >= 0 && codes[static_cast<size_t>(r)] != codes[static_cast<size_t>(last)]) {
+      changes.emplace_back(last, r);
+      order.push_back(r);
+    }
+    last = r;
+  }
+  for (int r = 0; r < n; ++r)
+    if (present[static_cast<size_t>(r)]) order.push_back(r);
   for (int nx = 2; nx <= n; ++nx) {
     if (n % nx != 0) continue;
     for (int ny = 1; ny <= n / nx; ++ny) {
       if (n / nx % ny != 0) continue;
-      GridPlaces grid{nx, ny, n / nx / ny, std::vector<std::string>(kPlaces)};
-      bool fits = true;
-      for (int r = 0; r < n && fits; ++r) {
-        if (!present[static_cast<size_t>(r)]) continue;
-        std::string& cell = grid.cells[static_cast<size_t>(grid_place(r, nx, ny, grid.nz))];
-        if (cell.empty()) cell = cells[static_cast<size_t>(r)];
-        fits = cell == cells[static_cast<size_t>(r)];
-      }
-      if (!fits) continue;
-      for (std::string& cell : grid.cells)
-        if (cell.empty()) cell = "0";
-      return grid;
+      const int nz = n / nx / ny;
+      if (!std::all_of(changes.begin(), changes.end(), [&](const std::pair<int, int>& c) {
+            return grid_place(c.first, nx, ny, nz) != grid_place(c.second, nx, ny, nz);
+          }))
+        continue;
+      GridPlaces grid{nx, ny, nz, std::vector<int64_t>(kPlaces, -1)};
+      const bool fits = std::all_of(order.begin(), order.end(), [&](int r) {
+        int64_t& code = grid.codes[static_cast<size_t>(grid_place(r, nx, ny, nz))];
+        if (code < 0) code = codes[static_cast<size_t>(r)];
+        return code == codes[static_cast<size_t>(r)];
+      });
+      if (fits) return grid;
     }
   }
   return {};
@@ -377,10 +393,14 @@ std::string Tables::per_rank(std::string_view hint, std::string_view type,
   const size_t declaration = 2 * (hint.size() + type.size() + 32);  // two arrays' boilerplate
   const size_t runs_text = declaration + join(run_values).size() + text(starts);
   const size_t codes_text = declaration + join(distinct).size() + text(codes);
-  const GridPlaces grid = cells.size() == static_cast<size_t>(n_) ? grid_places(cells, present, n_)
-                                                                   : GridPlaces{};
+  const GridPlaces grid = cells.size() == static_cast<size_t>(n_) && distinct.size() <= 27
+                              ? grid_places(codes, present, n_)
+                              : GridPlaces{};
+  std::vector<std::string> grid_cells;
+  for (const int64_t c : grid.codes)
+    grid_cells.push_back(c < 0 ? "0" : distinct[static_cast<size_t>(c)]);
   const size_t grid_text = grid.nx == 0 ? std::numeric_limits<size_t>::max()
-                                         : declaration + join(grid.cells).size();
+                                         : declaration + join(grid_cells).size();
   // Compressed only where it saves most of the table: small tables stay as they were.
   if (std::min({runs_text, codes_text, grid_text}) * 2 > plain.size()) {
     return declare(hint, plain, fmt::format("{}[{}]{{{}}}", type, cells.size(), body)) + "[rank]";
@@ -392,7 +412,7 @@ std::string Tables::per_rank(std::string_view hint, std::string_view type,
                    fmt::format("{}[{}]{{{}}}", type, values.size(), list));
   };
   if (grid_text <= std::min(runs_text, codes_text)) {
-    return fmt::format("{}[pskel_grid_place(rank, {}, {}, {})]", values_of("places", grid.cells),
+    return fmt::format("{}[pskel_grid_place(rank, {}, {}, {})]", values_of("places", grid_cells),
                        grid.nx, grid.ny, grid.nz);
   }
   if (runs_text <= codes_text) {

@@ -115,7 +115,7 @@ void RunFinder::find_by_lyndon_roots(std::vector<Run>& runs) {
   for (index_t r = 0; r <= n; ++r) rank_[sa[r]] = r;
 
   last_of_period_.assign(static_cast<size_t>(n) / 2 + 1, kNoRun);
-  waste_left_ = budget_per_symbol_ * static_cast<int64_t>(n);
+  waste_left_ = waste_per_symbol_ * static_cast<int64_t>(n);
   lce_ready_ = false;
   for (const bool reversed : {false, true}) {
     find_lyndon_ends(reversed);

@@ -2,8 +2,8 @@
 // the same runs: the seed's probes (000 §3.2: for each period p, positions 0, p, 2p, ...), the
 // cheapest while every match is short; and, from the first long match on, the runs theorem's
 // Lyndon roots (one suffix array, then one candidate period per position and order, checked by
-// direct comparison, or by LCE queries once failed candidates have cost a budget linear in n), which
-// reads memory in order where long matches make probes miss cache.
+// direct comparison, which reads memory in order where long matches make probes miss cache, or
+// by LCE queries once failed candidates have cost a budget linear in n).
 // Thread-compatible: one RunFinder per thread.
 #pragma once
 
@@ -42,7 +42,7 @@ class RunFinder {
 
   explicit RunFinder(Method method = Method::kProbesFirst,
                      int64_t waste_per_symbol = kWastePerSymbol)
-      : method_(method), budget_per_symbol_(waste_per_symbol) {}
+      : method_(method), waste_per_symbol_(waste_per_symbol) {}
   RunFinder(const RunFinder&) = delete;
   RunFinder& operator=(const RunFinder&) = delete;
 
@@ -73,7 +73,7 @@ class RunFinder {
   bool has_smaller_period(const Run& run);
 
   Method method_;
-  int64_t budget_per_symbol_;
+  int64_t waste_per_symbol_;
   bool used_lyndon_roots_ = false;
   std::span<const uint32_t> text_;
   uint32_t alphabet_size_ = 0;
@@ -83,7 +83,7 @@ class RunFinder {
   std::vector<index_t> lyndon_end_;          // suffix array, then Lyndon ends
   static constexpr uint32_t kNoRun = UINT32_MAX;
   std::vector<uint32_t> last_of_period_;     // [p]: the last run found of period p, or kNoRun
-  int64_t waste_left_ = 0;   // symbols the roots may still compare for candidates that fail
+  int64_t waste_left_ = 0;                   // what failing candidates may still compare
   bool lce_ready_ = false;
   Lce lce_;                                  // built when the budget runs out
 };

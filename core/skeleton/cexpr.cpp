@@ -310,7 +310,9 @@ std::string block_start(const std::vector<int>& ranks, const std::vector<int64_t
 }
 
 // Where rank r sits on an nx x ny x nz grid (x fastest): per axis 0 at the first coordinate, 2
-// at the last, 1 between; 0..26. pskel_grid_place() in the skeleton's runtime is the same.
+// at the last, 1 between; 0..kGridPlaces-1. pskel_grid_place() in the skeleton's runtime is the
+// same.
+constexpr int kGridPlaces = 27;
 int grid_place(int r, int nx, int ny, int nz) {
   const auto axis = [](int c, int extent) { return c == 0 ? 0 : c == extent - 1 ? 2 : 1; };
   return axis(r % nx, nx) + 3 * axis(r / nx % ny, ny) + 9 * axis(r / (nx * ny), nz);
@@ -325,7 +327,6 @@ struct GridPlaces {
 // present rank is the code of its place: a 3-D stencil's kinds of rank (inside, on a face, on
 // an edge, at a corner), which differ by what their edges leave out.
 GridPlaces grid_places(const std::vector<int64_t>& codes, const std::vector<bool>& present, int n) {
-  constexpr int kPlaces = 27;
   // Where the code changes from one present rank to the next, the place must change too: a test
   // that rejects most grids at once (a job size of many factorisations has thousands). The
   // ranks of those changes are checked first, then the rest, so that a grid that fails, fails
@@ -351,7 +352,7 @@ GridPlaces grid_places(const std::vector<int64_t>& codes, const std::vector<bool
             return grid_place(c.first, nx, ny, nz) != grid_place(c.second, nx, ny, nz);
           }))
         continue;
-      GridPlaces grid{nx, ny, nz, std::vector<int64_t>(kPlaces, -1)};
+      GridPlaces grid{nx, ny, nz, std::vector<int64_t>(kGridPlaces, -1)};
       const bool fits = std::all_of(order.begin(), order.end(), [&](int r) {
         int64_t& code = grid.codes[static_cast<size_t>(grid_place(r, nx, ny, nz))];
         if (code < 0) code = codes[static_cast<size_t>(r)];
@@ -393,7 +394,7 @@ std::string Tables::per_rank(std::string_view hint, std::string_view type,
   const size_t declaration = 2 * (hint.size() + type.size() + 32);  // two arrays' boilerplate
   const size_t runs_text = declaration + join(run_values).size() + text(starts);
   const size_t codes_text = declaration + join(distinct).size() + text(codes);
-  const GridPlaces grid = cells.size() == static_cast<size_t>(n_) && distinct.size() <= 27
+  const GridPlaces grid = cells.size() == static_cast<size_t>(n_) && distinct.size() <= kGridPlaces
                               ? grid_places(codes, present, n_)
                               : GridPlaces{};
   std::vector<std::string> grid_cells;

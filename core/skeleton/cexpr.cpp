@@ -313,10 +313,15 @@ std::string block_start(const std::vector<int>& ranks, const std::vector<int64_t
 // at the last, 1 between; 0..kGridPlaces-1. pskel_grid_place() in the skeleton's runtime is the
 // same.
 constexpr int kGridPlaces = 27;
+
+}  // namespace
+
 int grid_place(int r, int nx, int ny, int nz) {
   const auto axis = [](int c, int extent) { return c == 0 ? 0 : c == extent - 1 ? 2 : 1; };
   return axis(r % nx, nx) + 3 * axis(r / nx % ny, ny) + 9 * axis(r / (nx * ny), nz);
 }
+
+namespace {
 
 struct GridPlaces {
   int nx = 0, ny = 0, nz = 0;     // nx == 0: none fits

@@ -103,6 +103,9 @@ class Tables {
   std::string decls_;
 };
 
+// The generator's side of pskel_grid_place() (skeletons/pskel_runtime.h): 0..26, see cexpr.cpp.
+int grid_place(int r, int nx, int ny, int nz);
+
 // The largest value a rule takes over `instances` instances.
 int64_t rule_max(const looptree::Rule& rule, uint64_t instances);
 

@@ -9,6 +9,7 @@
 #include "compress/compress.h"
 #include "looptree/looptree.h"
 #include "merge/merge.h"
+#include "pskel_runtime.h"  // skeletons/: the C side of the tables the generator writes
 #include "skeleton/cexpr.h"
 #include "skeleton/skeleton.h"
 #include "synthetic_trace.h"
@@ -665,6 +666,25 @@ TEST_CASE("skeleton tables: values that follow a rank's place on a 3-D grid are 
   // One rank that breaks the pattern: no grid fits, and the table is a plain one again.
   neighbours[100] = 9;
   CHECK(t.ints("broken", neighbours, all) == "broken[rank]");
+}
+
+// The generator picks a table's entries by grid_place() and the skeleton reads them back by
+// pskel_grid_place(): where the two disagree on any rank, that rank runs another rank's values.
+TEST_CASE("skeleton tables: the runtime's pskel_grid_place is the generator's grid_place") {
+  struct Grid {
+    int nx, ny, nz;
+  };
+  const Grid grids[] = {{1, 1, 1}, {2, 1, 1}, {1, 3, 1}, {2, 2, 2}, {4, 4, 4},
+                        {8, 4, 16}, {16, 8, 8}, {3, 5, 7}, {1, 1, 17}, {5, 1, 3}};
+  for (const Grid& g : grids) {
+    for (int rank = 0; rank < g.nx * g.ny * g.nz; ++rank) {
+      INFO("rank ", rank, " of ", g.nx, "x", g.ny, "x", g.nz);
+      const int generated = pskel::skeleton::detail::grid_place(rank, g.nx, g.ny, g.nz);
+      CHECK(pskel_grid_place(rank, g.nx, g.ny, g.nz) == generated);
+      CHECK(generated >= 0);
+      CHECK(generated < 27);  // the length of the generated tables
+    }
+  }
 }
 
 TEST_CASE("skeleton tables: values of ranks that really differ are compressed where that saves half") {

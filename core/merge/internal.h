@@ -72,6 +72,7 @@ struct RankView {
   uint32_t rounds = 0;            // rounds numbered so far
   std::vector<uint32_t> creator;  // request id -> index + 1 of the record that created it
   std::span<const uint32_t> replies;  // MergedTrace::replies of this rank
+  std::span<const int64_t> gaps;      // per record: its compute gap (MergedTrace::gap_ns)
   // Ranks that behave alike (AlikeRanks) are aligned as one: `group` is the rank whose view
   // stands for this one (itself when it leads its group), and a group's leader lists its
   // members in `members`, itself first, ascending. A member's shape, peers and round are
@@ -80,6 +81,8 @@ struct RankView {
   std::vector<int32_t> members;
 
   const trace::Record& record(uint32_t index) const { return trace->records[index]; }
+  // The compute gap before record `index`, 0 where unknown.
+  int64_t gap(uint32_t index) const { return index < gaps.size() ? gaps[index] : 0; }
   // The aux words of record `index`; empty if the trace has no aux index for it.
   std::span<const int64_t> aux(uint32_t index) const;
   // The record that created request `id`, or nullptr if none did (or the id is 0).
@@ -109,7 +112,8 @@ void for_each_request(const RankView& v, uint32_t index, F&& f) {
   }
 }
 
-// Algorithm 1 on one rank: fills view.order, round and creator from view.trace. Returns how
+// Algorithm 1 on one rank: fills view.order, round and creator from view.trace (and its
+// gaps). Returns how
 // many records end up at another position than in call order.
 uint64_t normalize(RankView& view);
 

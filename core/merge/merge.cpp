@@ -39,9 +39,11 @@ std::vector<Symbol> MergedTrace::symbols() const {
 
 std::vector<uint32_t> normalized_order(const trace::RankTrace& rank, uint64_t* moved) {
   const std::vector<uint32_t> replies = reply_records(rank);
+  const std::vector<int64_t> gaps = trace::compute_gaps(rank);
   detail::RankView view;
   view.trace = &rank;
   view.replies = replies;
+  view.gaps = gaps;
   const uint64_t m = detail::normalize(view);
   if (moved) *moved = m;
   return std::move(view.order);
@@ -75,6 +77,8 @@ MergedTrace merge(const trace::TraceSet& trace, const MergeOptions& options, Mer
       v.rank = static_cast<int32_t>(r);
       out.replies[r] = reply_records(*v.trace);
       v.replies = out.replies[r];
+      out.gap_ns[r] = trace::compute_gaps(*v.trace);
+      v.gaps = out.gap_ns[r];
       reordered[r] = detail::normalize(v);
       v.shape.reserve(v.order.size());
       v.peers.reserve(v.order.size());
@@ -83,7 +87,6 @@ MergedTrace merge(const trace::TraceSet& trace, const MergeOptions& options, Mer
         v.peers.push_back(
             detail::wrapped_peers(v.record(index), v.rank, out.world_size, v.is_reply(index)));
       }
-      out.gap_ns[r] = trace::compute_gaps(*v.trace);
     });
     for (size_t r = first; r < first + count; ++r) {
       detail::RankView& v = views[r];

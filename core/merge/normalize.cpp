@@ -42,7 +42,14 @@
 //        completions must not move after the next exchange's posts. Blocking calls still join
 //        ("Irecv(l) Wait Send(r)" and "Irecv(l) Send(r) Wait" are one exchange, the seed's
 //        example);
-//    (d) it starts a persistent request that the round already started or completed.
+//    (d) it starts a persistent request that the round already started or completed;
+//    (e) it sends (a blocking or non-blocking send, a Sendrecv, a Start of a send) after a
+//        blocking receive, probe or completion of the round, and the rank computed for at
+//        least kDependentComputeNs before it: the rank computed on what it received, and the
+//        send carries the result (a worker's "Recv task, compute, Send result", a pipeline's
+//        "Recv, compute block, Send"). Sorted, the send would go before the receive it
+//        depends on, and the skeleton would lose the wait: its master-worker ran 16-20 % fast
+//        beside other processes, where the master's answer takes a time slice to come.
 //    A Probe is checked against (a) as a receive on its channel but does not use the channel:
 //    the receive it announces follows it.
 //
@@ -78,6 +85,10 @@
 //      rule 2(d) keeps a restarted persistent request after its previous completion. Rule 2(c)
 //      keeps a completion before every non-blocking post that follows the end of its exchange.
 //
+// A compute gap is trace::compute_gaps' (the rank's waits for a CPU taken out). Calls made back
+// to back, an exchange, are well under a microsecond apart; kDependentComputeNs is far enough
+// above that for the noise of one gap (an interrupt) not to cut a round.
+//
 // Cost: O(1) per call and per request id it names (the maps are cleared in O(1) per round;
 // at most kTags tags per side are compared, a round with more is sorted as sharing one).
 //
@@ -100,6 +111,8 @@ namespace pskel::merge::detail {
 namespace {
 
 namespace tr = trace;
+
+inline constexpr int64_t kDependentComputeNs = 20'000;
 
 // Channel keys: direction (2 bits) << 48 | communicator (16) << 32 | peer (32, as recorded).
 // A request whose creator is unknown is a channel of its own: kOwnRequest << 48 | id.
@@ -231,6 +244,7 @@ class Normalizer {
     send_tags_.size = receive_tags_.size = 0;
     any_tag_ = shared_tag_ = false;
     reply_ = false;
+    received_ = false;
     pending_round_ = 0;
     closed_ = false;
   }
@@ -254,6 +268,8 @@ class Normalizer {
     if (call.flow != Flow::none && changes_ > 0 && call.flow != last_flow_)  // rule (b)
       return true;
     if (closed_ && non_blocking_post(call.raw)) return true;  // rule (c)
+    if (received_ && sends(call.role) && v_.gap(index) >= kDependentComputeNs)  // rule (e)
+      return true;
     bool restarted = false;                                  // rule (d)
     if (call.raw == Role::start)
       for_each_request(v_, index, [&](int64_t id) {
@@ -262,8 +278,13 @@ class Normalizer {
     return restarted;
   }
 
+  static bool sends(Role role) {
+    return role == Role::send || role == Role::send_post || role == Role::exchange;
+  }
+
   void note(const Call& call, uint32_t index, size_t pos) {
     roles_.push_back(call.role);
+    received_ = received_ || call.flow == Flow::recv || call.raw == Role::completion;
     reply_ = reply_ || v_.is_reply(index);
     v_.round[pos] = v_.rounds;
     const auto p = static_cast<uint32_t>(pos);
@@ -397,6 +418,7 @@ class Normalizer {
   bool any_tag_ = false;            // one of those took any tag (or was from MPI_PROC_NULL)
   bool shared_tag_ = false;         // a blocking send and receive of the round share a tag
   bool reply_ = false;              // the round holds a reply
+  bool received_ = false;           // it holds a blocking receive, probe or completion
   // Per request id: the round that posted (created or started) it while it is pending, else 0.
   std::vector<uint32_t> posted_round_;
   uint32_t pending_run_ = 0;        // requests posted in the run and pending

@@ -356,6 +356,35 @@ TEST_CASE("a persistent request is never restarted before its previous completio
   CHECK(order == std::vector<uint32_t>{0, 1, 3, 2, 4, 6, 5, 7, 9, 8, 10});
 }
 
+TEST_CASE("a send that carries what the rank computed on a receive stays after that receive") {
+  // A worker: probe and receive a task, compute on it, send the result, twice. Made back to
+  // back, "Recv, Send" is one exchange, sorted send first (the seed's rule); computed on, the
+  // send depends on the receive, and sorted the skeleton would send before it receives.
+  const auto worker = [](int64_t compute_ns) {
+    RankBuilder b(1, 2);
+    for (int task = 0; task < 2; ++task) {
+      b.timing(1000, 100);
+      b.probe(0);
+      b.recv(0, 1);
+      b.timing(compute_ns, 100);
+      b.send(0, 1);
+    }
+    return b.take();
+  };
+  uint64_t moved = 7;
+  CHECK(mg::normalized_order(worker(1'000'000), &moved) ==
+        std::vector<uint32_t>{0, 1, 2, 3, 4, 5});
+  CHECK(moved == 0);
+  CHECK(mg::normalized_order(worker(1'000)) == std::vector<uint32_t>{2, 0, 1, 5, 3, 4});
+  // The same with a non-blocking send completed after it, and after a Wait for the task.
+  RankBuilder b(1, 2);
+  const uint32_t task = b.irecv(0, 1);
+  b.complete(Fn::MPI_Wait, {task});
+  b.timing(1'000'000, 100);
+  b.send(0, 1);
+  CHECK(mg::normalized_order(b.trace()) == std::vector<uint32_t>{0, 1, 2});
+}
+
 TEST_CASE("nothing moves across a collective or a non-point-to-point call") {
   RankBuilder b(1, 2);
   b.recv(0);

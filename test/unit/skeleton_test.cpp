@@ -596,14 +596,34 @@ TEST_CASE("skeleton: a rank that computes more than its noise explains keeps its
   CHECK(s.source.find("_work[rank]);", loop) < s.source.find("}", loop));
 }
 
-TEST_CASE("skeleton: a wavefront's boundary ranks are grid conditions, not per-rank tables") {
-  // 16 x 16 ranks: the first column and the first row receive from fewer neighbours, and a
-  // call merged from two statements has two offsets told apart by the column.
+TEST_CASE("skeleton: a wavefront's boundary ranks are grid conditions, and it computes between receiving and sending") {
+  // 16 x 16 ranks: each block is received from the north and the west, computed, and sent to
+  // the south and the east (then back). The first row and column receive from fewer
+  // neighbours, the last send to fewer: conditions on the grid, not tables.
   const int ranks = 256;
   const sk::Skeleton s = generate(synthetic(pskel::test::Pattern::wavefront, ranks, 200));
   CHECK(!has(s.source, "[256]"));  // no table of any kind as long as the job
-  CHECK(has(s.source, "rank % 16 > 0 && rank % 16 < 15 && rank / 16 > 0 && rank / 16 < 15"));
-  CHECK(has(s.source, "(rank % 16 > 0 ? rank - 1 : rank + 16)"));
+  for (const char* edge : {"if (rank >= 16) {", "if (rank % 16 > 0) {", "if (rank < 240) {",
+                           "if (rank % 16 < 15) {"})
+    CHECK(has(s.source, edge));
+  // The lower sweep, as the program makes it: the receives, then the block's compute, then the
+  // sends. Sent first, the skeleton would not wait for its upstream neighbour's block.
+  const size_t sweep = s.source.find("for (long i1 = 0; i1 < 8; ++i1) {");
+  REQUIRE(sweep != std::string::npos);
+  const size_t recv_north = s.source.find("MPI_Recv(pskel_rbuf", sweep);
+  const size_t compute = s.source.find("pskel_compute(", sweep);
+  const size_t send_south = s.source.find("MPI_Send(pskel_sbuf", sweep);
+  CHECK(recv_north < compute);
+  CHECK(compute < send_south);
+  const size_t line_end = s.source.find('\n', recv_north);
+  const std::string first_receive = s.source.substr(recv_north, line_end - recv_north);
+  CHECK(has(first_receive, "rank - 16"));  // from the north
+  // Four receives and four sends a direction, one call site each, and the Allreduce.
+  size_t calls = 0;
+  for (size_t at = s.source.find("CHK(MPI_"); at != std::string::npos;
+       at = s.source.find("CHK(MPI_", at + 1))
+    ++calls;
+  CHECK(calls == 9);
 }
 
 TEST_CASE("skeleton: edge ranks that skip their missing neighbours' calls need no table as long as the job") {

@@ -19,7 +19,7 @@
 //   The reference rank is the one with the most calls left (calls already pulled not
 //   counted): the busiest rank carries the calls that others skip, so following it gives
 //   exactly its length when its calls are a supersequence of every other rank's (the seed's
-//   Table 2 property).
+//   Table 2 property). On a tie the reference stays the rank it was.
 //
 //   The candidate emitted is the first by these rules:
 //   1. It splits from nobody. A candidate nobody awaits is the seed's rule ("a call that the
@@ -362,7 +362,10 @@ class Aligner {
     index_.clear();
     found_.clear();
     round_shapes_.clear();
-    ref_ = active_.front();
+    // The reference stays while no rank has more calls left: on a tie between a master and its
+    // worker (one call apart, each ahead in turn) a flipping reference would emit their calls
+    // alternately, one rank at a time, and never pair them again.
+    if (!std::binary_search(active_.begin(), active_.end(), ref_)) ref_ = active_.front();
     for (int32_t r : active_)
       if (left(r) > left(ref_)) ref_ = r;
     for (int32_t r : active_) {
@@ -522,7 +525,8 @@ class Aligner {
   StampedMap round_shapes_;            // (candidate, shape) in its first holder's round
   size_t pull_budget_ = 0;             // calls a rank's pull checks may still pass (m a step)
   std::vector<int64_t> completes_;     // requests the call can_pull() checks completes
-  int32_t ref_ = 0;                    // the rank with the most calls left (choose())
+  int32_t ref_ = 0;                    // the rank with the most calls left (choose()), the
+                                       // earlier one on a tie
   StampedMap index_;                   // shape -> candidate (scratch of choose())
 };
 

@@ -44,12 +44,13 @@
 //        example);
 //    (d) it starts a persistent request that the round already started or completed;
 //    (e) it sends (a blocking or non-blocking send, a Sendrecv, a Start of a send) after a
-//        blocking receive, probe or completion of the round, and the rank computed for at
-//        least kDependentComputeNs before it: the rank computed on what it received, and the
-//        send carries the result (a worker's "Recv task, compute, Send result", a pipeline's
-//        "Recv, compute block, Send"). Sorted, the send would go before the receive it
-//        depends on, and the skeleton would lose the wait: its master-worker ran 16-20 % fast
-//        beside other processes, where the master's answer takes a time slice to come.
+//        blocking receive, probe or completion of the round, and the rank computes for at
+//        least kDependentComputeNs before most calls of that send's statement (below): it
+//        computed on what it received, and the send carries the result (a worker's "Recv
+//        task, compute, Send result", a pipeline's "Recv, compute block, Send"). Sorted, the
+//        send would go before the receive it depends on, and the skeleton would lose the
+//        wait: its master-worker ran 16-20 % fast beside other processes, where the master's
+//        answer takes a time slice to come.
 //    A Probe is checked against (a) as a receive on its channel but does not use the channel:
 //    the receive it announces follows it.
 //
@@ -86,8 +87,11 @@
 //      keeps a completion before every non-blocking post that follows the end of its exchange.
 //
 // A compute gap is trace::compute_gaps' (the rank's waits for a CPU taken out). Calls made back
-// to back, an exchange, are well under a microsecond apart; kDependentComputeNs is far enough
-// above that for the noise of one gap (an interrupt) not to cut a round.
+// to back, an exchange, are well under a microsecond apart, far below kDependentComputeNs.
+// Rule (e) decides per send statement (function, communicator, peer, tag), by most of its
+// calls: a gap that an interrupt made long does not cut one iteration's round, and a
+// statement whose gaps lie near the threshold does not cut some iterations and not others
+// (the merge would align them differently, and the loop would not fold).
 //
 // Cost: O(1) per call and per request id it names (the maps are cleared in O(1) per round;
 // at most kTags tags per side are compared, a round with more is sorted as sharing one).
@@ -102,6 +106,7 @@
 // 2 pulls calls forward within a round to absorb some of that.
 #include <array>
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 #include "merge/internal.h"
@@ -141,6 +146,43 @@ bool is_probe(const tr::Record& r) {
 // Which way a blocking call moves data, for rules 2(a) and 2(b). Sendrecv does both and takes
 // part in neither.
 enum class Flow : uint8_t { none, send, recv };
+
+bool sends(Role role) {
+  return role == Role::send || role == Role::send_post || role == Role::exchange;
+}
+
+// Rule (e)'s statements: whether most calls of a send's statement come after a computation.
+class ComputedSends {
+ public:
+  explicit ComputedSends(const RankView& v) {
+    const std::vector<tr::Record>& records = v.trace->records;
+    for (uint32_t i = 0; i < records.size(); ++i) {
+      const Role raw = role_of(records[i].function);
+      if (!sends(raw) && raw != Role::start) continue;
+      Count& c = counts_[key(records[i])];
+      ++c.calls;
+      c.computed += v.gap(i) >= kDependentComputeNs;
+    }
+  }
+  bool after_compute(const tr::Record& r) const {
+    const auto it = counts_.find(key(r));
+    return it != counts_.end() && 2 * it->second.computed > it->second.calls;
+  }
+
+ private:
+  // Function, communicator and peer exactly; the tag mixed in (two statements that differ
+  // only by their tags could share a key, and then one decision).
+  static uint64_t key(const tr::Record& r) {
+    const uint64_t exact =
+        (uint64_t{r.function} << 48) | (uint64_t{r.comm} << 32) | static_cast<uint32_t>(r.peer);
+    return exact ^ (uint64_t{static_cast<uint32_t>(r.tag)} * 0x9E3779B97F4A7C15ULL);
+  }
+  struct Count {
+    uint32_t calls = 0;
+    uint32_t computed = 0;
+  };
+  std::unordered_map<uint64_t, Count> counts_;
+};
 
 // Per-call facts the round builder needs; the channels go to a scratch vector.
 struct Call {
@@ -195,7 +237,7 @@ bool non_blocking_post(Role raw) {
 // comment.
 class Normalizer {
  public:
-  explicit Normalizer(RankView& v) : v_(v), posted_round_(v.creator.size(), 0) {}
+  explicit Normalizer(RankView& v) : v_(v), computed_(v), posted_round_(v.creator.size(), 0) {}
 
   // Sorts v.order in place and numbers the rounds. Returns the number of records moved.
   uint64_t run() {
@@ -268,7 +310,7 @@ class Normalizer {
     if (call.flow != Flow::none && changes_ > 0 && call.flow != last_flow_)  // rule (b)
       return true;
     if (closed_ && non_blocking_post(call.raw)) return true;  // rule (c)
-    if (received_ && sends(call.role) && v_.gap(index) >= kDependentComputeNs)  // rule (e)
+    if (received_ && sends(call.role) && computed_.after_compute(v_.record(index)))  // rule (e)
       return true;
     bool restarted = false;                                  // rule (d)
     if (call.raw == Role::start)
@@ -276,10 +318,6 @@ class Normalizer {
         restarted = restarted || (id != 0 && requests_.find(static_cast<uint64_t>(id)));
       });
     return restarted;
-  }
-
-  static bool sends(Role role) {
-    return role == Role::send || role == Role::send_post || role == Role::exchange;
   }
 
   void note(const Call& call, uint32_t index, size_t pos) {
@@ -397,6 +435,7 @@ class Normalizer {
   }
 
   RankView& v_;
+  const ComputedSends computed_;
   size_t round_begin_ = 0;
   static constexpr uint32_t kNoRun = UINT32_MAX;
   uint32_t run_first_ = kNoRun;     // the first round of the current run

@@ -385,6 +385,29 @@ TEST_CASE("a send that carries what the rank computed on a receive stays after t
   CHECK(mg::normalized_order(b.trace()) == std::vector<uint32_t>{0, 1, 2});
 }
 
+TEST_CASE("whether a send follows a computation is decided per statement, by most of its calls") {
+  // A pipeline's middle rank receives from 0 and sends to 2, ten times: blocks computed for
+  // 1 ms but one for 1 us, or exchanges made back to back but one after a 1 ms interrupt.
+  // Every iteration is treated alike: a block's send after its receive, an exchange's first.
+  const auto middle = [](int64_t usual_ns, int64_t odd_ns) {
+    RankBuilder b(1, 3);
+    for (int i = 0; i < 10; ++i) {
+      b.timing(1000, 100);
+      b.recv(0, 1);
+      b.timing(i == 4 ? odd_ns : usual_ns, 100);
+      b.send(2, 1);
+    }
+    return b.take();
+  };
+  std::vector<uint32_t> call_order, sends_first;
+  for (uint32_t i = 0; i < 20; i += 2) {
+    call_order.insert(call_order.end(), {i, i + 1});
+    sends_first.insert(sends_first.end(), {i + 1, i});
+  }
+  CHECK(mg::normalized_order(middle(1'000'000, 1'000)) == call_order);
+  CHECK(mg::normalized_order(middle(1'000, 1'000'000)) == sends_first);
+}
+
 TEST_CASE("nothing moves across a collective or a non-point-to-point call") {
   RankBuilder b(1, 2);
   b.recv(0);

@@ -43,7 +43,9 @@
 //   steps that held a stray, MergeStats::forced the choices that split a call,
 //   MergeStats::pulled the calls pulled.
 //
-//   Wavefront (four ranks): the middle ranks, the reference, hold "Send(+1), Recv(-1)" per
+//   Wavefront (four ranks) whose blocks take no compute (made back to back: a block computed
+//   between its receive and its send keeps call order, normalize.cpp's rule (e)): the middle
+//   ranks, the reference, hold "Send(+1), Recv(-1)" per
 //   block of the forward sweep and "Send(-1), Recv(+1)" per block of the backward one; rank 0
 //   makes four Send(+1) then four Recv(+1), the last rank four Recv(-1) then four Send(-1)
 //   (one round each, kept in call order since the tags differ). At each mismatch the
@@ -525,8 +527,8 @@ class Aligner {
   StampedMap round_shapes_;            // (candidate, shape) in its first holder's round
   size_t pull_budget_ = 0;             // calls a rank's pull checks may still pass (m a step)
   std::vector<int64_t> completes_;     // requests the call can_pull() checks completes
-  int32_t ref_ = 0;                    // the rank with the most calls left (choose()), the
-                                       // earlier one on a tie
+  int32_t ref_ = 0;                    // the rank with the most calls left (choose()): on a
+                                       // tie the previous reference, else the lowest rank
   StampedMap index_;                   // shape -> candidate (scratch of choose())
 };
 

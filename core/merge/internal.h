@@ -112,9 +112,8 @@ void for_each_request(const RankView& v, uint32_t index, F&& f) {
   }
 }
 
-// Algorithm 1 on one rank: fills view.order, round and creator from view.trace (and its
-// gaps). Returns how
-// many records end up at another position than in call order.
+// Algorithm 1 on one rank: fills view.order, round and creator from view.trace and its gaps.
+// Returns how many records end up at another position than in call order.
 uint64_t normalize(RankView& view);
 
 // The channel of rank v's call at position p (normalize.cpp's, but over the per-position

@@ -1,6 +1,7 @@
 // Algorithm 1 (seed 000 §2.2): puts the point-to-point calls of one rank into a canonical order,
 // so that ranks that make the same exchange in different orders produce the same sequence.
-// Per rank, one pass, O(records + aux words), no knowledge of the other ranks.
+// Per rank, a pass over its sends (rule 2(e)'s statements) and one over its calls,
+// O(records + aux words), no knowledge of the other ranks.
 //
 // The canonical order.
 //
@@ -44,9 +45,9 @@
 //        example);
 //    (d) it starts a persistent request that the round already started or completed;
 //    (e) it sends (a blocking or non-blocking send, a Sendrecv, a Start of a send) after a
-//        blocking receive, probe or completion of the round, and the rank computes for at
-//        least kDependentComputeNs before most calls of that send's statement (below): it
-//        computed on what it received, and the send carries the result (a worker's "Recv
+//        blocking receive, probe, Sendrecv or completion of the round, and the rank computes
+//        for at least kDependentComputeNs before most calls of that send's statement (below):
+//        it computed on what it received, and the send carries the result (a worker's "Recv
 //        task, compute, Send result", a pipeline's "Recv, compute block, Send"). Sorted, the
 //        send would go before the receive it depends on, and the skeleton would lose the
 //        wait: its master-worker ran 16-20 % fast beside other processes, where the master's
@@ -70,7 +71,8 @@
 //      2); sorted, its backward sends would come first and pair with the other ranks' forward
 //      sends. Such a round keeps its blocking calls in call order (one role for the sort) and
 //      stays one round, so that Algorithm 2 can still pull a call across it where another
-//      rank makes the two phases in the other order. (Programs whose tags depend on the rank
+//      rank makes the two phases in the other order (unless the rank computed between them:
+//      rule (e) cuts the round there). (Programs whose tags depend on the rank
 //      lose the sort and rely on those pulls.)
 //    - A round that holds a reply (a send to the source of the rank's last wildcard receive:
 //      merge.h, reply_records) keeps its call order: sorted, the reply would come before the
@@ -88,10 +90,11 @@
 //
 // A compute gap is trace::compute_gaps' (the rank's waits for a CPU taken out). Calls made back
 // to back, an exchange, are well under a microsecond apart, far below kDependentComputeNs.
-// Rule (e) decides per send statement (function, communicator, peer, tag), by most of its
-// calls: a gap that an interrupt made long does not cut one iteration's round, and a
-// statement whose gaps lie near the threshold does not cut some iterations and not others
-// (the merge would align them differently, and the loop would not fold).
+// Rule (e) decides per send statement (function, communicator, peer, tag; a Start's are those
+// of the call that made its first send request), by most of its calls: a gap that an
+// interrupt made long does not cut one iteration's round, and a statement whose gaps lie near
+// the threshold does not cut some iterations and not others (the merge would align them
+// differently, and the loop would not fold).
 //
 // Cost: O(1) per call and per request id it names (the maps are cleared in O(1) per round;
 // at most kTags tags per side are compared, a round with more is sorted as sharing one).
@@ -100,13 +103,17 @@
 // with a call on one channel, in one direction, ("... Send(r)" then "Send(r) Recv(l)") looks
 // like one exchange with two sends, and a rank that makes the first statement in another order
 // cuts elsewhere. A rank that only sends in one phase and only receives in the next (the first
-// and last ranks of a pipeline) makes both phases one round; sorted if their tags agree. Which
+// and last ranks of a pipeline) makes both phases one round, sorted if their tags agree, when
+// it does not compute between them (rule (e)). A statement whose tag changes with every call
+// (a tag that counts iterations) is a statement of one call: rule (e) decides it by its own
+// gap, without the majority's protection from noise. Which
 // requests a Test*, Waitany or Waitsome completes depends on timing, so whether it closes an
 // exchange (rule 2(c)) can too: "Irecv, Test, Isend, Wait, Wait" is one round or two. Algorithm
 // 2 pulls calls forward within a round to absorb some of that.
 #include <array>
 #include <cstdint>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "merge/internal.h"
@@ -151,37 +158,59 @@ bool sends(Role role) {
   return role == Role::send || role == Role::send_post || role == Role::exchange;
 }
 
+// The record that names a send's statement: the call itself, or for a Start the call that made
+// its first send request (a Start names no peer); nullptr for a Start of receives only.
+const tr::Record* statement_of(const RankView& v, uint32_t index) {
+  const tr::Record& r = v.record(index);
+  if (role_of(r.function) != Role::start) return &r;
+  const tr::Record* statement = nullptr;
+  for_each_request(v, index, [&](int64_t id) {
+    const tr::Record* c = v.creator_of(id);
+    if (!statement && c && !is_receive(*c)) statement = c;
+  });
+  return statement;
+}
+
 // Rule (e)'s statements: whether most calls of a send's statement come after a computation.
 class ComputedSends {
  public:
+  // REQUIRES: v.creator filled (the Starts' statements are their requests' creators).
   explicit ComputedSends(const RankView& v) {
-    const std::vector<tr::Record>& records = v.trace->records;
-    for (uint32_t i = 0; i < records.size(); ++i) {
-      const Role raw = role_of(records[i].function);
+    for (uint32_t i = 0; i < v.trace->records.size(); ++i) {
+      const Role raw = role_of(v.record(i).function);
       if (!sends(raw) && raw != Role::start) continue;
-      Count& c = counts_[key(records[i])];
+      const tr::Record* statement = statement_of(v, i);
+      if (!statement) continue;
+      Count& c = counts_[key(*statement)];
       ++c.calls;
       c.computed += v.gap(i) >= kDependentComputeNs;
     }
   }
-  bool after_compute(const tr::Record& r) const {
-    const auto it = counts_.find(key(r));
+  // Whether most calls of the statement of the send at record `index` follow a computation.
+  bool after_compute(const RankView& v, uint32_t index) const {
+    const tr::Record* statement = statement_of(v, index);
+    if (!statement) return false;
+    const auto it = counts_.find(key(*statement));
     return it != counts_.end() && 2 * it->second.computed > it->second.calls;
   }
 
  private:
-  // Function, communicator and peer exactly; the tag mixed in (two statements that differ
-  // only by their tags could share a key, and then one decision).
-  static uint64_t key(const tr::Record& r) {
-    const uint64_t exact =
-        (uint64_t{r.function} << 48) | (uint64_t{r.comm} << 32) | static_cast<uint32_t>(r.peer);
-    return exact ^ (uint64_t{static_cast<uint32_t>(r.tag)} * 0x9E3779B97F4A7C15ULL);
+  // (function, communicator and peer; tag)
+  using Key = std::pair<uint64_t, uint32_t>;
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      return static_cast<size_t>((k.first ^ (uint64_t{k.second} << 16)) * 0x9E3779B97F4A7C15ULL);
+    }
+  };
+  static Key key(const tr::Record& r) {
+    return {(uint64_t{r.function} << 48) | (uint64_t{r.comm} << 32) | static_cast<uint32_t>(r.peer),
+            static_cast<uint32_t>(r.tag)};
   }
   struct Count {
-    uint32_t calls = 0;
-    uint32_t computed = 0;
+    uint64_t calls = 0;
+    uint64_t computed = 0;
   };
-  std::unordered_map<uint64_t, Count> counts_;
+  std::unordered_map<Key, Count, KeyHash> counts_;
 };
 
 // Per-call facts the round builder needs; the channels go to a scratch vector.
@@ -310,7 +339,7 @@ class Normalizer {
     if (call.flow != Flow::none && changes_ > 0 && call.flow != last_flow_)  // rule (b)
       return true;
     if (closed_ && non_blocking_post(call.raw)) return true;  // rule (c)
-    if (received_ && sends(call.role) && computed_.after_compute(v_.record(index)))  // rule (e)
+    if (received_ && sends(call.role) && computed_.after_compute(v_, index))  // rule (e)
       return true;
     bool restarted = false;                                  // rule (d)
     if (call.raw == Role::start)
@@ -322,7 +351,8 @@ class Normalizer {
 
   void note(const Call& call, uint32_t index, size_t pos) {
     roles_.push_back(call.role);
-    received_ = received_ || call.flow == Flow::recv || call.raw == Role::completion;
+    received_ = received_ || call.flow == Flow::recv || call.raw == Role::exchange ||
+                call.raw == Role::completion;
     reply_ = reply_ || v_.is_reply(index);
     v_.round[pos] = v_.rounds;
     const auto p = static_cast<uint32_t>(pos);
@@ -457,7 +487,8 @@ class Normalizer {
   bool any_tag_ = false;            // one of those took any tag (or was from MPI_PROC_NULL)
   bool shared_tag_ = false;         // a blocking send and receive of the round share a tag
   bool reply_ = false;              // the round holds a reply
-  bool received_ = false;           // it holds a blocking receive, probe or completion
+  bool received_ = false;           // it holds a blocking receive, probe, Sendrecv or
+                                    // completion
   // Per request id: the round that posted (created or started) it while it is pending, else 0.
   std::vector<uint32_t> posted_round_;
   uint32_t pending_run_ = 0;        // requests posted in the run and pending

@@ -2,7 +2,8 @@
 //
 // Order. The merge (core/merge/normalize.cpp) puts each rank's point-to-point calls into a
 // canonical order so that ranks line up; replayed literally that order can lose the original's
-// pipelining (a rank that received and then sent now sends first) and can need eager buffering
+// pipelining (a rank that received and then sent back to back now sends first; one that
+// computed between keeps its order, the merge's rule (e)) and can need eager buffering
 // the original did not. So within a run of point-to-point items (a Group) each rank runs its
 // items in its own original order, read from its first execution of the run. Where a rank's
 // records of different items interleave (no order of whole items reproduces it), that rank

@@ -596,7 +596,7 @@ TEST_CASE("skeleton: a rank that computes more than its noise explains keeps its
   CHECK(s.source.find("_work[rank]);", loop) < s.source.find("}", loop));
 }
 
-TEST_CASE("skeleton: a wavefront's boundary ranks are grid conditions, and it computes between receiving and sending") {
+TEST_CASE("skeleton: a wavefront's edges are grid conditions; it receives, computes, then sends") {
   // 16 x 16 ranks: each block is received from the north and the west, computed, and sent to
   // the south and the east (then back). The first row and column receive from fewer
   // neighbours, the last send to fewer: conditions on the grid, not tables.
@@ -613,12 +613,14 @@ TEST_CASE("skeleton: a wavefront's boundary ranks are grid conditions, and it co
   const size_t recv_north = s.source.find("MPI_Recv(pskel_rbuf", sweep);
   const size_t compute = s.source.find("pskel_compute(", sweep);
   const size_t send_south = s.source.find("MPI_Send(pskel_sbuf", sweep);
+  REQUIRE(recv_north != std::string::npos);
+  REQUIRE(send_south != std::string::npos);
   CHECK(recv_north < compute);
   CHECK(compute < send_south);
   const size_t line_end = s.source.find('\n', recv_north);
   const std::string first_receive = s.source.substr(recv_north, line_end - recv_north);
   CHECK(has(first_receive, "rank - 16"));  // from the north
-  // Four receives and four sends a direction, one call site each, and the Allreduce.
+  // Two receives and two sends a sweep, one call site each, and the Allreduce.
   size_t calls = 0;
   for (size_t at = s.source.find("CHK(MPI_"); at != std::string::npos;
        at = s.source.find("CHK(MPI_", at + 1))
@@ -690,6 +692,22 @@ TEST_CASE("skeleton tables: values that follow a rank's place on a 3-D grid are 
 
 // The generator picks a table's entries by grid_place() and the skeleton reads them back by
 // pskel_grid_place(): where the two disagree on any rank, that rank runs another rank's values.
+TEST_CASE("skeleton tables: some columns of some rows of a 2-D grid are one condition") {
+  // 16 x 16 ranks: off the first column and the last row; and a peer that is one of two
+  // offsets told apart by such a set (one call merged from two statements).
+  using pskel::skeleton::detail::Tables;
+  const int n = 256;
+  std::vector<bool> all(n, true), inner(n);
+  std::vector<int64_t> west_or_south(n);
+  for (int r = 0; r < n; ++r) {
+    inner[static_cast<size_t>(r)] = r % 16 > 0 && r / 16 < 15;
+    west_or_south[static_cast<size_t>(r)] = r % 16 > 0 ? r - 1 : r + 16;
+  }
+  Tables t(n);
+  CHECK(t.condition(inner, all) == "rank % 16 > 0 && rank / 16 < 15");
+  CHECK(t.ints("peer", west_or_south, all) == "(rank % 16 == 0 ? rank + 16 : rank - 1)");
+}
+
 TEST_CASE("skeleton tables: the runtime's pskel_grid_place is the generator's grid_place") {
   struct Grid {
     int nx, ny, nz;

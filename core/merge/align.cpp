@@ -45,15 +45,14 @@
 //
 //   Wavefront (four ranks) whose blocks take no compute (made back to back: a block computed
 //   between its receive and its send keeps call order, normalize.cpp's rule (e)): the middle
-//   ranks, the reference, hold "Send(+1), Recv(-1)" per
-//   block of the forward sweep and "Send(-1), Recv(+1)" per block of the backward one; rank 0
-//   makes four Send(+1) then four Recv(+1), the last rank four Recv(-1) then four Send(-1)
-//   (one round each, kept in call order since the tags differ). At each mismatch the
-//   reference's call goes first, with every rank that makes it; when the middle ranks reach
-//   the forward sweep's last Recv(-1), rank 0 is at the backward sweep's first Recv(+1): a
-//   stray, held back until the middle ranks make theirs. With two ranks, +1 and -1 are the same
-//   neighbour: rank 1 pulls its backward sends forward into rank 0's forward Send events,
-//   and the merge keeps the busiest rank's length.
+//   ranks, the reference, hold "Send(+1), Recv(-1)" per block of the forward sweep and
+//   "Send(-1), Recv(+1)" per block of the backward one; rank 0 makes four Send(+1) then four
+//   Recv(+1), the last rank four Recv(-1) then four Send(-1) (one round each, kept in call
+//   order since the tags differ). At each mismatch the reference's call goes first, with every
+//   rank that makes it; when the middle ranks reach the forward sweep's last Recv(-1), rank 0
+//   is at the backward sweep's first Recv(+1): a stray, held back until the middle ranks make
+//   theirs. With two ranks, +1 and -1 are the same neighbour: rank 1 pulls its backward sends
+//   forward into rank 0's forward Send events, and the merge keeps the busiest rank's length.
 //
 // Ranks that behave alike (alike.cpp) are aligned as one group: its leader steps for all its
 // members and counts for as many ranks in holders, pulls and majorities, so every event is

@@ -72,8 +72,8 @@
 //      sends. Such a round keeps its blocking calls in call order (one role for the sort) and
 //      stays one round, so that Algorithm 2 can still pull a call across it where another
 //      rank makes the two phases in the other order (unless the rank computed between them:
-//      rule (e) cuts the round there). (Programs whose tags depend on the rank
-//      lose the sort and rely on those pulls.)
+//      rule (e) cuts the round there). (Programs whose tags depend on the rank lose the sort
+//      and rely on those pulls.)
 //    - A round that holds a reply (a send to the source of the rank's last wildcard receive:
 //      merge.h, reply_records) keeps its call order: sorted, the reply would come before the
 //      receive whose source it goes to, and the skeleton would send it to the source before.
@@ -106,10 +106,10 @@
 // and last ranks of a pipeline) makes both phases one round, sorted if their tags agree, when
 // it does not compute between them (rule (e)). A statement whose tag changes with every call
 // (a tag that counts iterations) is a statement of one call: rule (e) decides it by its own
-// gap, without the majority's protection from noise. Which
-// requests a Test*, Waitany or Waitsome completes depends on timing, so whether it closes an
-// exchange (rule 2(c)) can too: "Irecv, Test, Isend, Wait, Wait" is one round or two. Algorithm
-// 2 pulls calls forward within a round to absorb some of that.
+// gap, without the majority's protection from noise. Which requests a Test*, Waitany or
+// Waitsome completes depends on timing, so whether it closes an exchange (rule 2(c)) can too:
+// "Irecv, Test, Isend, Wait, Wait" is one round or two. Algorithm 2 pulls calls forward within
+// a round to absorb some of that.
 #include <array>
 #include <cstdint>
 #include <unordered_map>

@@ -22,8 +22,13 @@ int pskel_stream_setup(size_t bytes);
  * stopped and wrapping around. Returns a value that depends on the data (callers may ignore it). */
 double pskel_stream(uint64_t bytes);
 /* The ns one byte of pskel_stream takes now, over a working set of `bytes` made for the
- * measurement and freed after it: the median of five passes. -1 if it cannot allocate. */
-double pskel_stream_calibrate(size_t bytes);
+ * measurement and freed after it: the median of five passes; -1 if `bytes` is 0 or it cannot
+ * allocate. `ready` (may be NULL) is called with `arg` once the set is resident, right before
+ * the timed passes, and exactly once in every case, -1 included: a barrier there makes the
+ * processes of a node measure at the same moment, sharing the bandwidth as their memory phases
+ * did (two ranks of this VM streaming together each take ~1.5x what one alone takes; probes
+ * that start a few ms apart overlap by chance). */
+double pskel_stream_calibrate(size_t bytes, void (*ready)(void *arg), void *arg);
 /* Frees the working set. */
 void pskel_stream_release(void);
 

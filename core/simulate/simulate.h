@@ -77,17 +77,18 @@ struct Collective {
 };
 
 // One traced MPI call of one rank, in the rank's call order (pseudo-records are not ops).
-struct Op {
-  uint16_t function = 0;
+struct Op {                   // one per call: 56 bytes, the narrow fields packed at the end
   int64_t gap_ns = 0;         // traced compute before the call (its start - previous call's end)
   int64_t traced_start = 0;   // the record's t_start, t_end (ns, this rank's clock)
   int64_t traced_end = 0;
   int64_t bytes = 0;          // bytes it sends
-  bool measured = false;      // cost not modelled: the call takes its traced duration
-  bool finalize = false;      // MPI_Finalize: its start is the rank's end
   uint32_t first_post = 0, post_count = 0;   // into Graph::posts (endpoint ids)
   uint32_t first_wait = 0, wait_count = 0;   // into Graph::waits (endpoint ids)
+  uint16_t function = 0;
+  bool measured = false;      // cost not modelled: the call takes its traced duration
+  bool finalize = false;      // MPI_Finalize: its start is the rank's end
 };
+static_assert(sizeof(Op) == 56);
 
 struct Graph {
   int world_size = 0;

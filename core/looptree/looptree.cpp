@@ -7,8 +7,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <span>
+#include <utility>
 
 #include "trace/functions.h"
+#include "util/parallel.h"
 
 namespace pskel::looptree {
 
@@ -101,15 +104,27 @@ class Builder {
     }
   }
 
-  void walk(std::vector<Item>& items) {
-    for (Item& item : items) {
-      if (item.is_loop()) walk_loop(std::get<Loop>(item.node));
-      else visit(std::get<Event>(item.node));
-    }
+  // Walks the tree over every part, a block of consecutive ranks at a time. A rank's facts
+  // (its calls' statistics and rules, its loops' timings) depend on its parts alone, so the
+  // blocks run in parallel; and a block's records stay in cache from one event to the next,
+  // where a walk over all ranks at once took a cache miss for almost every part (16,384 ranks:
+  // 5.5 s of the 8.7 s of `pskel compress`).
+  void walk_all(std::vector<Item>& items) {
+    const int32_t ranks = merged_.world_size;
+    const int32_t blocks = std::max<int32_t>(1, (ranks + kBlockRanks - 1) / kBlockRanks);
+    util::parallel_for(static_cast<size_t>(blocks), [&](size_t b) {
+      Pass pass;
+      pass.begin = static_cast<int32_t>(b) * kBlockRanks;
+      pass.end = std::min(ranks, pass.begin + kBlockRanks);
+      pass.counts_instances = b == 0;
+      pass.seen.assign(events_.size(), 0);
+      walk(items, pass);
+      if (pass.next_event != merged_.events.size())
+        invariant_broken("tree is shorter than the trace");
+    });
   }
 
   void finish() {
-    if (next_event_ != merged_.events.size()) invariant_broken("tree is shorter than the trace");
     for (size_t e = 0; e < events_.size(); ++e) {
       for (size_t j = 0; j < events_[e]->ranks.size(); ++j) {
         RankCall& call = events_[e]->ranks[j];
@@ -165,38 +180,85 @@ class Builder {
     }
   }
 
-  void walk_loop(Loop& loop) {
-    std::vector<int64_t> iteration_start(loop.ranks.size());
+  // One pass of the walk: ranks [begin, end), with its own position in the merged trace.
+  struct Pass {
+    int32_t begin = 0, end = 0;
+    uint64_t next_event = 0;
+    bool counts_instances = false;  // one pass counts each event's instances
+    std::vector<char> seen;         // per tree event: met in this pass yet
+  };
+  static constexpr int32_t kBlockRanks = 64;
+
+  // The index range of the pass's ranks in `v`, ascending by rank.
+  template <class T>
+  static std::pair<size_t, size_t> block_of(std::span<const T> v, const Pass& pass) {
+    const auto below = [](const T& x, int32_t r) { return x.rank < r; };
+    const auto lo = std::lower_bound(v.begin(), v.end(), pass.begin, below);
+    const auto hi = std::lower_bound(lo, v.end(), pass.end, below);
+    return {static_cast<size_t>(lo - v.begin()), static_cast<size_t>(hi - v.begin())};
+  }
+
+  void walk(std::vector<Item>& items, Pass& pass) {
+    for (Item& item : items) {
+      if (item.is_loop()) walk_loop(std::get<Loop>(item.node), pass);
+      else visit(std::get<Event>(item.node), pass);
+    }
+  }
+
+  void walk_loop(Loop& loop, Pass& pass) {
+    const auto [first, last] = block_of(std::span<const RankLoop>(loop.ranks), pass);
+    if (first == last) {  // none of the pass's ranks: its events are passed over unread
+      skip(loop.body, loop.iterations, pass);
+      return;
+    }
+    std::vector<int64_t> iteration_start(last - first);
     for (uint64_t it = 0; it < loop.iterations; ++it) {
-      for (size_t j = 0; j < loop.ranks.size(); ++j) {
+      for (size_t j = first; j < last; ++j) {
         const auto r = static_cast<size_t>(loop.ranks[j].rank);
-        iteration_start[j] = last_end_[r];
+        iteration_start[j - first] = last_end_[r];
         // Innermost wins: a loop entered later (nested, starting the body) takes the gap.
         if (it == 0) pending_entry_[r] = &loop.ranks[j];
       }
-      walk(loop.body);
-      for (size_t j = 0; j < loop.ranks.size(); ++j) {
+      walk(loop.body, pass);
+      for (size_t j = first; j < last; ++j) {
         const auto r = static_cast<size_t>(loop.ranks[j].rank);
-        loop.ranks[j].iteration_ns.add(last_end_[r] - iteration_start[j]);
+        loop.ranks[j].iteration_ns.add(last_end_[r] - iteration_start[j - first]);
       }
     }
   }
 
-  void visit(Event& event) {
-    if (next_event_ >= merged_.events.size()) invariant_broken("tree is longer than the trace");
-    const merge::Event& merged_event = merged_.events[next_event_];
+  // Moves the pass past `times` executions of `items`, in which it has no rank.
+  void skip(const std::vector<Item>& items, uint64_t times, Pass& pass) {
+    if (pass.counts_instances) count_instances(items, times);
+    pass.next_event += expanded_events(items) * times;
+    if (pass.next_event > merged_.events.size()) invariant_broken("tree is longer than the trace");
+  }
+
+  void count_instances(const std::vector<Item>& items, uint64_t times) {
+    for (const Item& item : items) {
+      if (item.is_loop()) count_instances(item.loop().body, times * item.loop().iterations);
+      else events_[item.event().id]->instances += times;
+    }
+  }
+
+  void visit(Event& event, Pass& pass) {
+    if (pass.next_event >= merged_.events.size()) invariant_broken("tree is longer than the trace");
+    const merge::Event& merged_event = merged_.events[pass.next_event];
     if (merged_event.symbol != event.symbol || merged_event.part_count != event.ranks.size())
       invariant_broken("tree and trace disagree");
     std::vector<RankRules>& rules = rules_[event.id];
     const auto parts = merged_.parts_of(merged_event);
-    for (size_t j = 0; j < parts.size(); ++j) {
+    const bool first_instance = !pass.seen[event.id];
+    pass.seen[event.id] = 1;
+    const auto [first, last] = block_of(parts, pass);
+    for (size_t j = first; j < last; ++j) {
       const merge::Part& part = parts[j];
       const trace::Record& r = record(part);
       const auto rank = static_cast<size_t>(part.rank);
       RankCall& call = event.ranks[j];
       // The sample is this event's own first instance (shape_event took the first event of the
       // symbol, which may be another tree event: the same call before a loop and in it).
-      if (event.instances == 0) call.sample = part;
+      if (first_instance) call.sample = part;
       call.comm_ns.add(r.t_end - r.t_start);
       const int64_t gap = merged_.gap_ns[rank][part.record];
       if (pending_entry_[rank] != nullptr) {
@@ -213,8 +275,8 @@ class Builder {
       rules[j].tag.add(r.tag);
       rules[j].recv_tag.add(r.recv_tag);
     }
-    ++event.instances;
-    ++next_event_;
+    if (pass.counts_instances) ++event.instances;
+    ++pass.next_event;
   }
 
   const trace::Record& record(const merge::Part& part) const {
@@ -229,7 +291,6 @@ class Builder {
   std::vector<Event*> events_;                  // tree order
   std::vector<std::vector<RankRules>> rules_;   // per event, per rank
   std::vector<std::vector<std::vector<int64_t>>> gaps_;  // per event, per rank: gaps in order
-  uint64_t next_event_ = 0;
 };
 
 }  // namespace
@@ -242,7 +303,7 @@ LoopTree build(const trace::TraceSet& trace, const merge::MergedTrace& merged,
   Builder builder(trace, merged);
   tree.items = builder.shape(folded, 1);
   builder.index(tree.items);
-  builder.walk(tree.items);
+  builder.walk_all(tree.items);
   builder.finish();
   return tree;
 }

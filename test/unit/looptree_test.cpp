@@ -1,12 +1,16 @@
 // The loop tree over a hand-built merged trace and folding: rules for sizes and tags that vary
-// with the iteration, loop-entry (S1) gaps kept apart from in-loop gaps, and exact time sums.
+// with the iteration, loop-entry (S1) gaps kept apart from in-loop gaps, and exact time sums;
+// and over a merged trace of 150 ranks, walked in blocks of ranks.
 #include <doctest/doctest.h>
 
 #include <cmath>
 
+#include "compress/compress.h"
 #include "looptree/looptree.h"
 #include "looptree/rule.h"
+#include "merge/merge.h"
 #include "trace/functions.h"
+#include "trace_builder.h"
 
 namespace lt = pskel::looptree;
 namespace tr = pskel::trace;
@@ -199,4 +203,78 @@ TEST_CASE("looptree: wildcard receives show as any") {
       lt::build(f.trace, f.merged, {Node::leaf(0), Node::leaf(2), Node::leaf(3)});
   CHECK(tree.items[1].event().ranks[0].source == tr::kAnySource);
   CHECK(lt::describe(tree.items[1].event()) == "MPI_Recv(any)");
+}
+
+TEST_CASE("looptree: a job of several blocks of ranks gets every rank's facts, as one block does") {
+  // 150 ranks, walked in blocks of 64 (the third holds 22): all make 20 barriers; ranks 100-149
+  // then send 5 messages, a loop that the first block has no rank in and passes over. Rank r
+  // computes 1000 + r ns before every call, and each call takes 10 ns.
+  constexpr int kRanks = 150;
+  std::vector<pskel::test::RankBuilder> w = pskel::test::world(kRanks);
+  for (int32_t r = 0; r < kRanks; ++r) {
+    w[r].timing(1000 + r, 10);
+    w[r].add(pskel::test::Fn::MPI_Init);
+    for (int i = 0; i < 20; ++i) w[r].collective(pskel::test::Fn::MPI_Barrier);
+    if (r >= 100)
+      for (int i = 0; i < 5; ++i) w[r].send(0);
+    w[r].add(pskel::test::Fn::MPI_Finalize);
+  }
+  const tr::TraceSet trace = pskel::test::trace_set(w);
+  const pskel::merge::MergedTrace merged = pskel::merge::merge(trace);
+  const lt::LoopTree tree = lt::build(trace, merged, pskel::compress::compress(merged.symbols()));
+
+  const lt::Loop* barriers = nullptr;
+  const lt::Loop* sends = nullptr;
+  const lt::Event* finalize = nullptr;
+  for (const lt::Item& item : tree.items) {
+    if (!item.is_loop()) {
+      if (item.event().function == static_cast<uint16_t>(tr::FunctionId::MPI_Finalize))
+        finalize = &item.event();
+      continue;
+    }
+    const lt::Event& body = item.loop().body.at(0).event();
+    (body.function == static_cast<uint16_t>(tr::FunctionId::MPI_Barrier) ? barriers : sends) =
+        &item.loop();
+  }
+  REQUIRE(barriers != nullptr);
+  REQUIRE(sends != nullptr);
+  REQUIRE(finalize != nullptr);
+  CHECK(barriers->iterations == 20);
+  CHECK(sends->iterations == 5);
+  CHECK(finalize->instances == 1);
+  CHECK(finalize->ranks.size() == kRanks);
+
+  const lt::Event& barrier = barriers->body.at(0).event();
+  CHECK(barrier.instances == 20);
+  REQUIRE(barrier.ranks.size() == kRanks);
+  REQUIRE(barriers->ranks.size() == kRanks);
+  for (int32_t r = 0; r < kRanks; ++r) {
+    CAPTURE(r);
+    const lt::RankCall* call = barrier.call_of(r);
+    REQUIRE(call != nullptr);
+    CHECK(call->gap_ns.n == 19);  // the first instance's gap is the loop's entry gap
+    CHECK(call->gap_ns.mean == doctest::Approx(1000 + r));
+    CHECK(call->comm_ns.mean == doctest::Approx(10));
+    CHECK(call->sample.rank == r);
+    CHECK(call->sample.record == 1);  // the first barrier, after MPI_Init
+    const lt::RankLoop* loop = barriers->timing_of(r);
+    REQUIRE(loop != nullptr);
+    CHECK(loop->entry_gap_ns.n == 1);
+    CHECK(loop->iteration_ns.n == 20);
+    CHECK(loop->iteration_ns.mean == doctest::Approx(1000 + r + 10));
+  }
+
+  const lt::Event& send = sends->body.at(0).event();
+  CHECK(send.instances == 5);  // counted by the first block, which has none of its ranks
+  REQUIRE(send.ranks.size() == 50);
+  CHECK(sends->ranks.front().rank == 100);
+  for (int32_t r = 100; r < kRanks; ++r) {
+    CAPTURE(r);
+    const lt::RankCall* call = send.call_of(r);
+    REQUIRE(call != nullptr);
+    CHECK(call->gap_ns.n == 4);
+    CHECK(call->sample.record == 21);  // the first send, after Init and 20 barriers
+    CHECK(sends->timing_of(r)->iteration_ns.n == 5);
+  }
+  CHECK(send.call_of(99) == nullptr);
 }

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
+#include <unordered_map>
 
 #include "skeleton/cexpr.h"
 #include "skeleton/model.h"
@@ -277,7 +279,7 @@ class Analyser {
           for (uint32_t t = have; t < times; ++t) covers.push_back(ev);
         }
         // What each instance completed, for completions whose instances differ by phase.
-        auto& seq = instance_lists_[{e, static_cast<uint32_t>(j)}];
+        auto& seq = instance_lists_[instance_key(e, static_cast<uint32_t>(j))];
         if (seq.size() < kMaxInstanceLists) {
           std::vector<uint32_t> list;
           for (const auto& [ev, times] : here) list.insert(list.end(), times, ev);
@@ -312,6 +314,9 @@ class Analyser {
   // phases complete disjoint sets of events (which requests of a set a phase completes may vary
   // with timing: tests before it completed the others).
   static uint32_t phase_period(const std::vector<std::vector<uint32_t>>& seq) {
+    // The common case, every instance completing the same events: no two phases are disjoint.
+    if (std::all_of(seq.begin(), seq.end(), [&](const auto& list) { return list == seq.front(); }))
+      return 1;
     for (uint32_t p = 2; p <= kMaxPeriod && 2 * p <= seq.size(); ++p) {
       std::vector<std::set<uint32_t>> phase(p);
       for (size_t i = 0; i < seq.size(); ++i) phase[i % p].insert(seq[i].begin(), seq[i].end());
@@ -329,8 +334,9 @@ class Analyser {
   void phases() {
     std::map<uint32_t, uint32_t> period;  // event -> period all participants agree on (1: none)
     for (const auto& [key, seq] : instance_lists_) {
-      const uint32_t p = seq.size() == out_.events[key.first].event->instances ? phase_period(seq) : 1;
-      auto [it, fresh] = period.try_emplace(key.first, p);
+      const auto e = static_cast<uint32_t>(key >> 32);
+      const uint32_t p = seq.size() == out_.events[e].event->instances ? phase_period(seq) : 1;
+      auto [it, fresh] = period.try_emplace(e, p);
       if (!fresh && it->second != p) it->second = 1;
     }
     for (const auto& [e, p] : period) {
@@ -339,7 +345,7 @@ class Analyser {
       info.period = p;
       info.phase_covers.assign(info.event->ranks.size(), std::vector<std::vector<uint32_t>>(p));
       for (size_t j = 0; j < info.event->ranks.size(); ++j) {
-        const auto it = instance_lists_.find({e, static_cast<uint32_t>(j)});
+        const auto it = instance_lists_.find(instance_key(e, static_cast<uint32_t>(j)));
         if (it == instance_lists_.end()) continue;
         for (size_t i = 0; i < it->second.size(); ++i) {
           auto& phase = info.phase_covers[j][i % p];
@@ -362,8 +368,12 @@ class Analyser {
   uint64_t next_ = 0;
   std::vector<std::unordered_map<uint16_t, int>> local_;  // per rank: local comm id -> global
   std::vector<Inherit> inherit_;
-  // (completion event, participant) -> per instance, the creating events it completed.
-  std::map<std::pair<uint32_t, uint32_t>, std::vector<std::vector<uint32_t>>> instance_lists_;
+  // (completion event, participant) -> per instance, the creating events it completed. Hashed:
+  // a job of 16,384 ranks has that many keys per completion, looked up at every instance.
+  static uint64_t instance_key(uint32_t event, uint32_t participant) {
+    return (uint64_t{event} << 32) | participant;
+  }
+  std::unordered_map<uint64_t, std::vector<std::vector<uint32_t>>> instance_lists_;
 };
 
 bool valid_calibration(double ns) { return ns >= 0.5 && ns <= 1e6; }

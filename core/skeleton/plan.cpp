@@ -25,7 +25,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <map>
 #include <set>
+#include <unordered_map>
+#include <vector>
 
 #include "skeleton/model.h"
 
@@ -99,7 +102,7 @@ struct Message {
 class Simulator {
  public:
   Simulator(const Analysis& a, std::vector<std::vector<SimOp>>& ops)
-      : a_(a), ops_(ops), state_(ops_.size()) {}
+      : a_(a), ops_(ops), state_(ops_.size()), group_(ops_.size()) {}
 
   // Returns the ranks left blocked on each other (empty: the program completes).
   std::vector<int32_t> run() {
@@ -189,7 +192,9 @@ class Simulator {
     return static_cast<int>(a_.comms[static_cast<size_t>(comm)].members.size());
   }
 
-  std::deque<size_t>& live(int32_t rank, uint32_t event) { return requests_[{rank, event}]; }
+  std::deque<size_t>& live(int32_t rank, uint32_t event) {
+    return requests_[(uint64_t{static_cast<uint32_t>(rank)} << 32) | event];
+  }
 
   bool persistent(uint32_t e) const {
     return a_.events[e].fn == FunctionId::MPI_Send_init ||
@@ -208,14 +213,14 @@ class Simulator {
         case SimOp::Kind::send: {
           const int32_t to = op.peer == lt::kLastWildcardSource ? s.last_source : op.peer;
           const size_t m = post(rank, to, op.comm, op.tag, true);
-          if (op.group_request) group_[rank].push_back(m);
+          if (op.group_request) group_[static_cast<size_t>(rank)].push_back(m);
           else if (!op.blocking && op.event != kNoEvent) live(rank, op.event).push_back(m);
           else if (op.blocking && !op.buffered) s.pending.push_back(m);
           break;
         }
         case SimOp::Kind::recv: {
           const size_t m = post(op.source, rank, op.comm, op.rtag, false);
-          if (op.group_request) group_[rank].push_back(m);
+          if (op.group_request) group_[static_cast<size_t>(rank)].push_back(m);
           else if (!op.blocking && op.event != kNoEvent) live(rank, op.event).push_back(m);
           else s.pending.push_back(m);
           break;
@@ -252,8 +257,8 @@ class Simulator {
           break;
         }
         case SimOp::Kind::group_wait:
-          s.pending = group_[rank];
-          group_[rank].clear();
+          s.pending = group_[static_cast<size_t>(rank)];
+          group_[static_cast<size_t>(rank)].clear();
           break;
         case SimOp::Kind::collective: {
           const uint64_t seq = s.collectives[op.comm]++;
@@ -385,8 +390,10 @@ class Simulator {
   std::vector<Message> messages_;
   // Unmatched messages by (communicator, destination), in posting order.
   std::map<std::pair<int, int32_t>, std::deque<size_t>> sends_, recvs_;
-  std::map<std::pair<int32_t, uint32_t>, std::deque<size_t>> requests_;
-  std::map<int32_t, std::vector<size_t>> group_;
+  // Live requests per (rank, creating event): hashed, looked up at every non-blocking op (a
+  // tree of 16,384 ranks' pairs was 7 % of the skeleton stage).
+  std::unordered_map<uint64_t, std::deque<size_t>> requests_;
+  std::vector<std::vector<size_t>> group_;  // per rank: the group's requests posted so far
   std::map<std::pair<int, uint64_t>, int> arrived_;
 };
 

@@ -108,7 +108,7 @@ class Builder {
   // (its calls' statistics and rules, its loops' timings) depend on its parts alone, so the
   // blocks run in parallel; and a block's records stay in cache from one event to the next,
   // where a walk over all ranks at once took a cache miss for almost every part (16,384 ranks:
-  // 5.5 s of the 8.7 s of `pskel compress`).
+  // 5.5 s of the 8.1 s of `pskel compress`).
   void walk_all(std::vector<Item>& items) {
     const int32_t ranks = merged_.world_size;
     const int32_t blocks = std::max<int32_t>(1, (ranks + kBlockRanks - 1) / kBlockRanks);

@@ -39,9 +39,14 @@ Subcommand add_info_command(CLI::App& app) {
   cmd->add_flag("--json", opt->json, "Print JSON (keys: ranks, events, events_per_rank, functions, wall_seconds, "
                 "cpu_wait_fraction, hosts: host -> its ranks)");
   return {cmd, [opt]() {
-    auto trace = trace::read_trace_dir(opt->dir);
+    // A rank's records are summed up and freed as it is read: a window of ranks in memory.
+    trace::SummaryBuilder summary;
+    auto trace = trace::read_trace_dir(opt->dir, {}, [&](trace::RankTrace& rank) {
+      summary.add(rank);
+      rank.drop_records();
+    });
     if (!trace) return fail(trace.error().line());
-    const trace::TraceSummary s = trace::summarize(trace.value());
+    const trace::TraceSummary s = summary.finish();
     const nlohmann::json& meta = trace.value().meta;
     nlohmann::json hosts = nlohmann::json::object();
     for (const auto& [host, ranks] : s.hosts) hosts[host] = ranks;

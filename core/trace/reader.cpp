@@ -281,6 +281,11 @@ std::optional<Error> read_rank(const std::string& dir, int r, int n, const std::
 }  // namespace
 
 Result<TraceSet> read_trace_dir(const std::string& dir, const ReadOptions& options) {
+  return read_trace_dir(dir, options, [](RankTrace&) {});
+}
+
+Result<TraceSet> read_trace_dir(const std::string& dir, const ReadOptions& options,
+                                const std::function<void(RankTrace&)>& visit) {
   struct stat st;
   if (::stat(dir.c_str(), &st) != 0) return Error{dir, "no such trace directory"};
   if (!S_ISDIR(st.st_mode)) return Error{dir, "not a directory"};
@@ -314,6 +319,7 @@ Result<TraceSet> read_trace_dir(const std::string& dir, const ReadOptions& optio
     });
     for (std::optional<Error>& e : errors)
       if (e) return std::move(*e);
+    for (size_t k = 0; k < count; ++k) visit(set.ranks[first + k]);
   }
   return set;
 }
@@ -323,40 +329,41 @@ std::string host_name(const FileHeader& header) {
 }
 
 TraceSummary summarize(const TraceSet& trace) {
-  TraceSummary s;
-  std::map<std::string, size_t> host_index;
-  for (const RankTrace& rank : trace.ranks) {
-    const std::string host = host_name(rank.header);
-    const auto [it, added] = host_index.emplace(host, s.hosts.size());
-    if (added) s.hosts.push_back({host, {}});
-    s.hosts[it->second].second.push_back(rank.header.rank);
-  }
-  s.ranks = static_cast<int>(trace.ranks.size());
-  std::map<std::string, uint64_t> functions;
-  int64_t last_end = 0;
-  for (const RankTrace& rank : trace.ranks) {
-    uint64_t events = 0;
-    for (const Record& r : rank.records) {
-      const FunctionInfo* f = find_function(r.function);
-      if (f == nullptr) {  // only in a set not made by the reader, which skips these
-        ++s.unknown_records;
-        continue;
-      }
-      if (f->kind == FunctionKind::meta) continue;
-      ++events;
-      ++functions[std::string(f->name)];
-      s.bytes += static_cast<uint64_t>(std::max<int64_t>(r.bytes, 0));
-      last_end = std::max(last_end, r.t_end);
+  SummaryBuilder builder;
+  for (const RankTrace& rank : trace.ranks) builder.add(rank);
+  return builder.finish();
+}
+
+void SummaryBuilder::add(const RankTrace& rank) {
+  const std::string host = host_name(rank.header);
+  const auto [it, added] = host_index_.emplace(host, s_.hosts.size());
+  if (added) s_.hosts.push_back({host, {}});
+  s_.hosts[it->second].second.push_back(rank.header.rank);
+  ++s_.ranks;
+  uint64_t events = 0;
+  for (const Record& r : rank.records) {
+    const FunctionInfo* f = find_function(r.function);
+    if (f == nullptr) {  // only in a set not made by the reader, which skips these
+      ++s_.unknown_records;
+      continue;
     }
-    s.unknown_records += rank.unknown_records;
-    if (rank.complete) last_end = std::max(last_end, rank.end.end_ns);
-    s.events_per_rank.push_back(events);
-    s.run_delay_fraction.push_back(run_delay_fraction(rank));
-    s.events += events;
+    if (f->kind == FunctionKind::meta) continue;
+    ++events;
+    ++functions_[std::string(f->name)];
+    s_.bytes += static_cast<uint64_t>(std::max<int64_t>(r.bytes, 0));
+    last_end_ = std::max(last_end_, r.t_end);
   }
-  s.functions.assign(functions.begin(), functions.end());
-  s.wall_seconds = static_cast<double>(last_end) * 1e-9;
-  return s;
+  s_.unknown_records += rank.unknown_records;
+  if (rank.complete) last_end_ = std::max(last_end_, rank.end.end_ns);
+  s_.events_per_rank.push_back(events);
+  s_.run_delay_fraction.push_back(run_delay_fraction(rank));
+  s_.events += events;
+}
+
+TraceSummary SummaryBuilder::finish() {
+  s_.functions.assign(functions_.begin(), functions_.end());
+  s_.wall_seconds = static_cast<double>(last_end_) * 1e-9;
+  return std::move(s_);
 }
 
 }  // namespace pskel::trace

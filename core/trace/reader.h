@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <span>
 #include <string>
 #include <vector>
@@ -38,6 +40,13 @@ struct RankTrace {
   std::span<const int64_t> aux_of(size_t record) const {
     return {aux.data() + aux_begin[record], records[record].aux_words};
   }
+  // Frees the records and their aux words; the header, end block and samples stay.
+  void drop_records() {
+    // Swapped with empty ones: `records = {}` would keep the capacity.
+    std::vector<Record>().swap(records);
+    std::vector<int64_t>().swap(aux);
+    std::vector<uint64_t>().swap(aux_begin);
+  }
 };
 
 struct TraceSet {
@@ -57,6 +66,12 @@ Result<RankTrace> parse_rank_trace(std::span<const unsigned char> bytes, const s
 Result<RankTrace> read_rank_file(const std::string& path, const ReadOptions& options = {});
 // Reads DIR/meta.json and every DIR/rank.<N>.pskt it announces, checking they belong together.
 Result<TraceSet> read_trace_dir(const std::string& dir, const ReadOptions& options = {});
+// The same, handing each rank to `visit` in rank order as soon as it is read (ranks are read a
+// window at a time, on every CPU); the set returned keeps of each rank what `visit` left in it.
+// A caller that takes or frees the records holds one window of ranks, not the job. At an error
+// the ranks of the window that has it are not visited.
+Result<TraceSet> read_trace_dir(const std::string& dir, const ReadOptions& options,
+                                const std::function<void(RankTrace&)>& visit);
 
 // What `pskel info` reports. Events are MPI calls (the tracer's pseudo-records not counted).
 struct TraceSummary {
@@ -78,6 +93,18 @@ struct TraceSummary {
   uint64_t unknown_records = 0;
 };
 TraceSummary summarize(const TraceSet& trace);
+// summarize() a rank at a time: add ranks in rank order, then finish() once.
+class SummaryBuilder {
+ public:
+  void add(const RankTrace& rank);
+  TraceSummary finish();
+
+ private:
+  TraceSummary s_;
+  std::map<std::string, size_t> host_index_;
+  std::map<std::string, uint64_t> functions_;
+  int64_t last_end_ = 0;
+};
 
 // The host name in a rank file's header (NUL-padded there).
 std::string host_name(const FileHeader& header);

@@ -126,6 +126,51 @@ TEST_CASE("summarize counts events per function and rank, leaving out comm_defin
   CHECK(s.bytes == 600u);
 }
 
+TEST_CASE("a rank at a time: each rank visited once, in order, and the set keeps what is left") {
+  TempDir dir;
+  write_two_rank_trace(dir);
+  std::vector<int> visited;
+  std::vector<size_t> records_seen;
+  tr::SummaryBuilder summary;
+  auto set = tr::read_trace_dir(dir.path(), {}, [&](tr::RankTrace& rank) {
+    visited.push_back(rank.header.rank);
+    records_seen.push_back(rank.records.size());
+    summary.add(rank);
+    rank.drop_records();
+  });
+  REQUIRE_MESSAGE(set.ok(), set.error().line());
+  CHECK(visited == std::vector<int>{0, 1});
+  CHECK(records_seen == std::vector<size_t>{5, 8});  // whole when visited
+  REQUIRE(set.value().ranks.size() == 2);
+  for (const tr::RankTrace& rank : set.value().ranks) {
+    CHECK(rank.records.empty());
+    CHECK(rank.aux.empty());
+    CHECK(rank.complete);  // header and end block stay
+  }
+  CHECK(set.value().ranks[1].header.rank == 1);
+  // The summary made a rank at a time is summarize()'s over the whole set.
+  auto whole = tr::read_trace_dir(dir.path());
+  REQUIRE(whole.ok());
+  const tr::TraceSummary a = summary.finish(), b = tr::summarize(whole.value());
+  CHECK(a.ranks == b.ranks);
+  CHECK(a.events == b.events);
+  CHECK(a.events_per_rank == b.events_per_rank);
+  CHECK(a.functions == b.functions);
+  CHECK(a.wall_seconds == b.wall_seconds);
+  CHECK(a.bytes == b.bytes);
+  CHECK(a.hosts == b.hosts);
+  CHECK(a.events == 10);
+}
+
+TEST_CASE("a rank at a time: a bad rank file stops the reading before its window is visited") {
+  TempDir dir;
+  write_two_rank_trace(dir, "another-run");  // rank 1 belongs to another run
+  int visits = 0;
+  auto set = tr::read_trace_dir(dir.path(), {}, [&](tr::RankTrace&) { ++visits; });
+  REQUIRE_FALSE(set.ok());
+  CHECK(visits == 0);
+}
+
 TEST_CASE("summarize of truncated ranks takes the wall time from the last event's t_end") {
   TempDir dir;
   REQUIRE(pskel::tracer::write_meta(meta_for(dir.path(), 1)));

@@ -379,9 +379,8 @@ void end_session() {
   // What a byte streamed through memory costs here, for the memory-bound part of a skeleton's
   // compute (skeletons/stream.h). At the end, not at MPI_Init: it delays no start. The ranks
   // time their passes together from a barrier, sharing a node's bandwidth as their memory
-  // phases did: without it, page faults of different lengths left each rank streaming mostly
-  // alone, the byte measured ~30 % cheaper than in the run, and a memory-bound skeleton that
-  // streamed the bytes so priced ran 20-35 % long (spmv, 2 ranks).
+  // phases did (and as a skeleton's ranks do): without it, each rank's passes overlapped the
+  // others' by chance (2 ranks on this VM: 0.049-0.062 ns a byte without, 0.074-0.090 with).
   // Every rank enters the barrier, whatever its PSKEL_STREAM_PROBE_MB or its memory says.
   const auto barrier = [](void*) { PMPI_Barrier(MPI_COMM_WORLD); };
   const double ns_per_byte =

@@ -78,7 +78,7 @@ class Builder {
         loop.body = shape(node.body, executions * node.iterations);
         items.push_back(Item{std::move(loop)});
       } else {
-        items.push_back(Item{shape_event(node.symbol)});
+        items.push_back(Item{shape_event(node.symbol, executions)});
       }
     }
     return items;
@@ -116,7 +116,6 @@ class Builder {
       Pass pass;
       pass.begin = static_cast<int32_t>(b) * kBlockRanks;
       pass.end = std::min(ranks, pass.begin + kBlockRanks);
-      pass.counts_instances = b == 0;
       pass.seen.assign(events_.size(), 0);
       walk(items, pass);
       if (pass.next_event != merged_.events.size())
@@ -141,13 +140,15 @@ class Builder {
   }
 
  private:
-  Event shape_event(merge::Symbol symbol) {
+  // `executions`: how often the tree runs the event (its instances in the merged trace).
+  Event shape_event(merge::Symbol symbol, uint64_t executions) {
     if (symbol >= first_event_of_symbol_.size() || first_event_of_symbol_[symbol] == UINT64_MAX)
       invariant_broken("symbol not in the merged trace");
     const merge::Event& first = merged_.events[first_event_of_symbol_[symbol]];
     Event event;
     event.symbol = symbol;
     event.function = first.function;
+    event.instances = executions;
     bool first_part = true;
     for (const merge::Part& part : merged_.parts_of(first)) {
       const trace::Record& r = record(part);
@@ -184,7 +185,6 @@ class Builder {
   struct Pass {
     int32_t begin = 0, end = 0;
     uint64_t next_event = 0;
-    bool counts_instances = false;  // one pass counts each event's instances
     std::vector<char> seen;         // per tree event: met in this pass yet
   };
   static constexpr int32_t kBlockRanks = 64;
@@ -229,16 +229,8 @@ class Builder {
 
   // Moves the pass past `times` executions of `items`, in which it has no rank.
   void skip(const std::vector<Item>& items, uint64_t times, Pass& pass) {
-    if (pass.counts_instances) count_instances(items, times);
     pass.next_event += expanded_events(items) * times;
     if (pass.next_event > merged_.events.size()) invariant_broken("tree is longer than the trace");
-  }
-
-  void count_instances(const std::vector<Item>& items, uint64_t times) {
-    for (const Item& item : items) {
-      if (item.is_loop()) count_instances(item.loop().body, times * item.loop().iterations);
-      else events_[item.event().id]->instances += times;
-    }
   }
 
   void visit(Event& event, Pass& pass) {
@@ -275,7 +267,6 @@ class Builder {
       rules[j].tag.add(r.tag);
       rules[j].recv_tag.add(r.recv_tag);
     }
-    if (pass.counts_instances) ++event.instances;
     ++pass.next_event;
   }
 

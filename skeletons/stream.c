@@ -16,10 +16,15 @@ static void *map(size_t bytes) {
   return p == MAP_FAILED ? NULL : p;
 }
 
+/* `bytes` rounded down to whole cache lines, at least a page. */
+static size_t whole_lines(size_t bytes) {
+  bytes -= bytes % kLine;
+  return bytes < kPage ? kPage : bytes;
+}
+
 int pskel_stream_setup(size_t bytes) {
   pskel_stream_release();
-  bytes -= bytes % kLine;
-  if (bytes < kPage) bytes = kPage;
+  bytes = whole_lines(bytes);
   set = map(bytes);
   if (set == NULL) return -1;
   set_bytes = bytes;
@@ -88,8 +93,7 @@ double pskel_stream_calibrate(size_t bytes, void (*ready)(void *arg), void *arg)
   double *data = NULL;
   size_t n = 0;
   if (bytes > 0) {
-    bytes -= bytes % kLine;
-    if (bytes < kPage) bytes = kPage;
+    bytes = whole_lines(bytes);
     data = map(bytes);
     n = data != NULL ? bytes / sizeof *data : 0;
   }

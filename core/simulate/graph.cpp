@@ -3,10 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <deque>
 #include <map>
 #include <string>
-#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -90,6 +88,61 @@ struct PersistentTemplate {
   SendMode mode = SendMode::standard;
 };
 
+// A point-to-point channel: (communicator, first rank, second rank, tag). Sends are keyed
+// (comm, sender, receiver, tag), probes' counts (comm, receiver, source, tag).
+struct Channel {
+  CommKey comm;
+  int32_t from, to, tag;
+  bool operator==(const Channel&) const = default;
+};
+struct ChannelHash {
+  size_t operator()(const Channel& c) const {
+    uint64_t h = (uint64_t{static_cast<uint32_t>(c.comm)} << 32) | static_cast<uint32_t>(c.from);
+    h = (h ^ (h >> 31)) * 0x9E3779B97F4A7C15ULL;
+    h ^= (uint64_t{static_cast<uint32_t>(c.to)} << 32) | static_cast<uint32_t>(c.tag);
+    h = (h ^ (h >> 29)) * 0xBF58476D1CE4E5B9ULL;
+    return static_cast<size_t>(h ^ (h >> 32));
+  }
+};
+
+// The sends posted on one channel, matched to receives first in, first out (MPI's
+// non-overtaking rule).
+struct SendQueue {
+  std::vector<uint32_t> sends;
+  size_t matched = 0;
+};
+
+// Request id -> the endpoint it posted, for one rank. The tracer numbers a rank's requests from
+// 1 without reuse, so ids up to the rank's record count index an array (a hashed map's node per
+// request was an allocation per call); any other id, only in a hand-made or hostile trace, goes
+// to a map.
+class RequestTable {
+ public:
+  explicit RequestTable(size_t records) : dense_(records + 1, kNone) {}
+  // The endpoint of `id`, or kNone.
+  uint32_t find(uint32_t id) const {
+    if (id < dense_.size()) return dense_[id];
+    auto it = sparse_.find(id);
+    return it == sparse_.end() ? kNone : it->second;
+  }
+  void set(uint32_t id, uint32_t endpoint) {
+    if (id < dense_.size())
+      dense_[id] = endpoint;
+    else
+      sparse_[id] = endpoint;
+  }
+  void erase(uint32_t id) {
+    if (id < dense_.size())
+      dense_[id] = kNone;
+    else
+      sparse_.erase(id);
+  }
+
+ private:
+  std::vector<uint32_t> dense_;
+  std::unordered_map<uint32_t, uint32_t> sparse_;
+};
+
 struct PendingProbe {
   uint32_t endpoint;     // the arrival endpoint to link
   Envelope envelope;     // source = the probed sender (resolved)
@@ -101,6 +154,7 @@ class Builder {
   explicit Builder(const tr::TraceSet& trace) : trace_(trace) {
     g_.world_size = static_cast<int>(trace.ranks.size());
     g_.ops.resize(trace.ranks.size());
+    recvs_in_order_.resize(trace.ranks.size());
     for (const tr::RankTrace& rank : trace.ranks) g_.lost_time.emplace_back(rank);
   }
 
@@ -136,10 +190,11 @@ class Builder {
   // ----- per rank
 
   struct RankState {
+    RankState(int32_t r, size_t records) : rank(r), request(records) {}
     int32_t rank = 0;
     std::unordered_map<uint16_t, CommKey> comm_of;          // local id -> key
     std::map<std::vector<int32_t>, int> member_list_seen;   // for occurrence numbers
-    std::unordered_map<uint32_t, uint32_t> request;         // request id -> endpoint
+    RequestTable request;                                   // request id -> endpoint
     std::unordered_map<uint32_t, PersistentTemplate> persistent;
     std::map<CommKey, uint64_t> collectives_on;              // calls so far per comm
   };
@@ -198,7 +253,7 @@ class Builder {
     posts_.push_back(e);
     if (env.peer == tr::kProcNull) return e;     // no message, completes at once
     if (env.known() && env.peer < g_.world_size)
-      sends_[{env.comm, s.rank, env.peer, env.tag}].push_back(e);
+      sends_[{env.comm, s.rank, env.peer, env.tag}].sends.push_back(e);
     else
       ++g_.unmatched_sends;
     return e;
@@ -208,8 +263,8 @@ class Builder {
     const uint32_t e = new_endpoint(Kind::recv, s.rank, op);
     envelopes_[e] = env;
     posts_.push_back(e);
-    recvs_in_order_[s.rank].push_back(e);
-    ++posted_on_channel_[{s.rank, env.comm, env.peer, env.tag}];
+    recvs_in_order_[static_cast<size_t>(s.rank)].push_back(e);
+    ++posted_on_channel_[{env.comm, s.rank, env.peer, env.tag}];
     return e;
   }
 
@@ -218,9 +273,8 @@ class Builder {
     const auto aux = t.aux_of(index);
     for (size_t k = 0; k + tr::kCompletionWords <= aux.size(); k += tr::kCompletionWords) {
       const auto id = static_cast<uint32_t>(aux[k]);
-      auto it = s.request.find(id);
-      if (id == 0 || it == s.request.end()) continue;
-      const uint32_t e = it->second;
+      const uint32_t e = s.request.find(id);
+      if (id == 0 || e == kNone) continue;
       waits_.push_back(e);
       Envelope& env = envelopes_[e];
       // Only a wildcard takes the status's values: a receive posted for one source keeps it
@@ -230,14 +284,13 @@ class Builder {
         if (env.peer == tr::kAnySource) env.peer = static_cast<int32_t>(aux[k + 1]);
         if (env.tag == tr::kAnyTag) env.tag = static_cast<int32_t>(aux[k + 2]);
       }
-      if (!s.persistent.count(id)) s.request.erase(it);
+      if (!s.persistent.count(id)) s.request.erase(id);
     }
   }
 
   void walk_rank(int32_t rank) {
     const tr::RankTrace& t = trace_.ranks[static_cast<size_t>(rank)];
-    RankState s;
-    s.rank = rank;
+    RankState s(rank, t.records.size());
     std::vector<Op>& ops = g_.ops[static_cast<size_t>(rank)];
     ops.reserve(t.records.size());
     const std::vector<int64_t> gaps = tr::compute_gaps(t, g_.lost_time[static_cast<size_t>(rank)]);
@@ -297,7 +350,7 @@ class Builder {
         return;
       case tr::FunctionKind::p2p: {
         if (f == Fn::MPI_Irecv) {
-          s.request[r.request] = post_recv(s, op_index, recv_envelope(s, r));
+          s.request.set(r.request, post_recv(s, op_index, recv_envelope(s, r)));
           op.bytes = 0;
           return;
         }
@@ -314,7 +367,7 @@ class Builder {
         if (is_blocking_send(f))
           waits_.push_back(e);
         else
-          s.request[r.request] = e;
+          s.request.set(r.request, e);
         op.bytes = sent;
         return;
       }
@@ -333,8 +386,8 @@ class Builder {
           auto it = s.persistent.find(id);
           if (id == 0 || it == s.persistent.end()) continue;
           const PersistentTemplate& p = it->second;
-          s.request[id] = p.send ? post_send(s, op_index, p.envelope, p.bytes, p.mode)
-                                 : post_recv(s, op_index, p.envelope);
+          s.request.set(id, p.send ? post_send(s, op_index, p.envelope, p.bytes, p.mode)
+                                   : post_recv(s, op_index, p.envelope));
         }
         return;
       case tr::FunctionKind::completion:
@@ -344,7 +397,7 @@ class Builder {
         if (f == Fn::MPI_Probe) {
           const uint32_t e = new_endpoint(Kind::arrival, s.rank, kNone);
           const Envelope env = recv_envelope(s, r);
-          const auto posted = posted_on_channel_.find({s.rank, env.comm, env.peer, env.tag});
+          const auto posted = posted_on_channel_.find({env.comm, s.rank, env.peer, env.tag});
           probes_.push_back({e, env, posted == posted_on_channel_.end() ? 0 : posted->second});
           waits_.push_back(e);
         }
@@ -383,7 +436,7 @@ class Builder {
         c.members.push_back(e);
         posts_.push_back(e);
         if (kind == tr::FunctionKind::icollective)
-          s.request[r.request] = e;
+          s.request.set(r.request, e);
         else
           waits_.push_back(e);
         return;
@@ -397,23 +450,22 @@ class Builder {
 
   void match_messages() {
     size_t receives = 0;
-    for (const auto& [rank, recvs] : recvs_in_order_) receives += recvs.size();
+    for (const std::vector<uint32_t>& recvs : recvs_in_order_) receives += recvs.size();
     g_.messages.reserve(receives);
-    for (auto& [rank, recvs] : recvs_in_order_) {
-      for (uint32_t e : recvs) {
+    for (size_t rank = 0; rank < recvs_in_order_.size(); ++rank) {
+      for (uint32_t e : recvs_in_order_[rank]) {
         const Envelope& env = envelopes_[e];
         if (env.peer == tr::kProcNull) continue;
         if (!env.known() || env.peer >= g_.world_size) {
           ++g_.unmatched_receives;
           continue;
         }
-        auto it = sends_.find({env.comm, env.peer, rank, env.tag});
-        if (it == sends_.end() || it->second.empty()) {
+        auto it = sends_.find({env.comm, env.peer, static_cast<int32_t>(rank), env.tag});
+        if (it == sends_.end() || it->second.matched == it->second.sends.size()) {
           ++g_.unmatched_receives;
           continue;
         }
-        const uint32_t send = it->second.front();
-        it->second.pop_front();
+        const uint32_t send = it->second.sends[it->second.matched++];
         Message m;
         m.send = send;
         m.recv = e;
@@ -424,21 +476,21 @@ class Builder {
         g_.messages.push_back(m);
       }
     }
-    for (auto& [key, left] : sends_) g_.unmatched_sends += left.size();
+    for (const auto& [channel, queue] : sends_) g_.unmatched_sends += queue.sends.size() - queue.matched;
   }
 
   // A probe waits for the message that the next receive on its channel gets.
   void link_probes() {
     if (probes_.empty()) return;
-    std::map<ChannelOf, std::vector<uint32_t>> receives;
-    for (const auto& [rank, recvs] : recvs_in_order_)
-      for (uint32_t e : recvs) {
+    std::unordered_map<Channel, std::vector<uint32_t>, ChannelHash> receives;
+    for (size_t rank = 0; rank < recvs_in_order_.size(); ++rank)
+      for (uint32_t e : recvs_in_order_[rank]) {
         const Envelope& env = envelopes_[e];
-        receives[{rank, env.comm, env.peer, env.tag}].push_back(e);
+        receives[{env.comm, static_cast<int32_t>(rank), env.peer, env.tag}].push_back(e);
       }
     for (const PendingProbe& p : probes_) {
       const Envelope& env = p.envelope;
-      auto it = receives.find({g_.endpoints[p.endpoint].rank, env.comm, env.peer, env.tag});
+      auto it = receives.find({env.comm, g_.endpoints[p.endpoint].rank, env.peer, env.tag});
       if (it != receives.end() && p.receives_before < it->second.size())
         g_.endpoints[p.endpoint].link = g_.endpoints[it->second[p.receives_before]].link;
     }
@@ -478,10 +530,11 @@ class Builder {
   std::vector<uint32_t> posts_, waits_;   // of the op being built
   std::vector<Envelope> envelopes_;       // per endpoint
   std::vector<std::pair<int64_t, SendMode>> send_bytes_;  // per endpoint: bytes, mode
-  std::map<std::tuple<CommKey, int32_t, int32_t, int32_t>, std::deque<uint32_t>> sends_;
-  std::map<int32_t, std::vector<uint32_t>> recvs_in_order_;
-  using ChannelOf = std::tuple<int32_t, CommKey, int32_t, int32_t>;  // receiver, comm, source, tag
-  std::map<ChannelOf, uint64_t> posted_on_channel_;
+  // Hashed: ordered maps of every channel of the job cost a cache miss per level per call, a
+  // cost that grew with the rank count.
+  std::unordered_map<Channel, SendQueue, ChannelHash> sends_;      // (comm, sender, receiver, tag)
+  std::vector<std::vector<uint32_t>> recvs_in_order_;              // per rank, in post order
+  std::unordered_map<Channel, uint64_t, ChannelHash> posted_on_channel_;  // (comm, receiver, source, tag)
   std::vector<PendingProbe> probes_;
   std::unordered_map<std::string, CommKey> comm_ids_;
   std::vector<CommInfo> comms_;

@@ -25,6 +25,55 @@ struct Completion {
   uint32_t bind;
 };
 
+// Ranks waiting for a post, per endpoint or collective: lists threaded through one pool of
+// nodes, first in first out. A vector of ranks per endpoint cost 24 bytes for each of the
+// job's endpoints and an allocation for each that was ever waited on.
+class WaitLists {
+ public:
+  explicit WaitLists(size_t lists) : lists_(lists) {}
+  void add(size_t list, int32_t rank) {
+    uint32_t node = free_;
+    if (node != kNone) {
+      free_ = nodes_[node].next;
+      nodes_[node] = {rank, kNone};
+    } else {
+      node = static_cast<uint32_t>(nodes_.size());
+      nodes_.push_back({rank, kNone});
+    }
+    List& l = lists_[list];
+    if (l.tail == kNone)
+      l.head = node;
+    else
+      nodes_[l.tail].next = node;
+    l.tail = node;
+  }
+  // Calls f(rank) for each rank on `list`, in the order added, and empties it. f must not add.
+  template <class F>
+  void drain(size_t list, F&& f) {
+    const List l = lists_[list];
+    if (l.head == kNone) return;
+    lists_[list] = {};
+    for (uint32_t node = l.head;; node = nodes_[node].next) {
+      f(nodes_[node].rank);
+      if (node == l.tail) break;
+    }
+    nodes_[l.tail].next = free_;   // the list's nodes go back to the pool
+    free_ = l.head;
+  }
+
+ private:
+  struct List {
+    uint32_t head = kNone, tail = kNone;
+  };
+  struct Node {
+    int32_t rank;
+    uint32_t next;
+  };
+  std::vector<List> lists_;
+  std::vector<Node> nodes_;
+  uint32_t free_ = kNone;
+};
+
 class Replay {
  public:
   Replay(const Graph& graph, const Model& model, const WhatIf& what_if)
@@ -90,8 +139,7 @@ class Replay {
 
   void post(uint32_t e, double t) {
     posted_at_[e] = t;
-    for (int32_t r : waiters_[e]) ready_.push_back(r);
-    waiters_[e].clear();
+    waiters_.drain(e, [this](int32_t r) { ready_.push_back(r); });
     const Endpoint& ep = g_.endpoints[e];
     if (ep.kind == Kind::member) {
       const Collective& c = g_.collectives[ep.link];
@@ -102,8 +150,7 @@ class Replay {
         latest = {-std::numeric_limits<double>::infinity(), kNone};
         for (uint32_t member : c.members)
           if (posted_at_[member] > latest.time) latest = {posted_at_[member], member};
-        for (int32_t r : collective_waiters_[ep.link]) ready_.push_back(r);
-        collective_waiters_[ep.link].clear();
+        collective_waiters_.drain(ep.link, [this](int32_t r) { ready_.push_back(r); });
       }
     }
   }
@@ -132,7 +179,7 @@ class Replay {
     const bool sender_posted = posted(msg.send), receiver_posted = posted(msg.recv);
     auto need = [&](uint32_t other) {
       if (force) return true;
-      waiters_[other].push_back(r);
+      waiters_.add(other, r);
       return false;
     };
     switch (ep.kind) {
@@ -199,14 +246,14 @@ class Replay {
         const Completion& latest = collective_latest_[ep.link];
         if (latest.time > best.time) best = latest;
       } else if (!force) {
-        collective_waiters_[ep.link].push_back(r);
+        collective_waiters_.add(ep.link, r);
         return false;
       } else {
         for (uint32_t member : c.members) consider(member);
       }
     } else if (sync == Sync::from_root) {
       if (!posted(root) && !force) {
-        waiters_[root].push_back(r);
+        waiters_.add(root, r);
         return false;
       }
       consider(root);
@@ -284,9 +331,9 @@ class Replay {
   const Model& m_;
   const WhatIf w_;
   std::vector<double> posted_at_;
-  std::vector<std::vector<int32_t>> waiters_;          // per endpoint: ranks waiting for its post
+  WaitLists waiters_;                                  // per endpoint: ranks waiting for its post
   std::vector<size_t> collective_posted_;
-  std::vector<std::vector<int32_t>> collective_waiters_;
+  WaitLists collective_waiters_;                       // per collective: for its last post
   std::vector<Completion> collective_latest_;  // per collective, once all members posted
   static constexpr uint32_t kUnknownRoot = kNone - 1;
   std::vector<uint32_t> root_of_;

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
+#include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -151,25 +153,24 @@ struct PendingProbe {
 
 class Builder {
  public:
-  explicit Builder(const tr::TraceSet& trace) : trace_(trace) {
-    g_.world_size = static_cast<int>(trace.ranks.size());
-    g_.ops.resize(trace.ranks.size());
-    recvs_in_order_.resize(trace.ranks.size());
-    for (const tr::RankTrace& rank : trace.ranks) g_.lost_time.emplace_back(rank);
+  Builder(int world_size, size_t expected_records) {
+    g_.world_size = world_size;
+    g_.ops.resize(static_cast<size_t>(world_size));
+    g_.lost_time.reserve(static_cast<size_t>(world_size));
+    recvs_in_order_.resize(static_cast<size_t>(world_size));
+    if (expected_records > 0) reserve(expected_records);
   }
 
-  Graph build() {
-    // Sized once for about an endpoint and a post or wait per record: grown by doubling, the
-    // arrays were copied a few times over and every copy's fresh pages zeroed by the kernel,
-    // which at 16,384 ranks (5 GB) took a third of the run on this VM.
-    size_t records = 0;
-    for (const tr::RankTrace& rank : trace_.ranks) records += rank.records.size();
-    g_.endpoints.reserve(records);
-    envelopes_.reserve(records);
-    send_bytes_.reserve(records);
-    g_.posts.reserve(records);
-    g_.waits.reserve(records);
-    for (size_t r = 0; r < trace_.ranks.size(); ++r) walk_rank(static_cast<int32_t>(r));
+  void add_rank(const tr::RankTrace& t) {
+    if (ranks_added_ >= g_.world_size)
+      throw std::logic_error("build_graph: more ranks added than the job has");
+    make_room(t.records.size());
+    g_.lost_time.emplace_back(t);
+    walk_rank(ranks_added_++, t);
+  }
+
+  Graph finish() {
+    while (ranks_added_ < g_.world_size) add_rank(tr::RankTrace{});
     match_messages();
     link_probes();
     finish_collectives();
@@ -178,6 +179,33 @@ class Builder {
   }
 
  private:
+  // ----- sizing
+
+  // The arrays hold about an endpoint and a post or wait per record. Grown by doubling, they
+  // were copied a few times over and every copy's fresh pages zeroed by the kernel, which at
+  // 16,384 ranks took a third of the run on this VM: they are sized for the expected records
+  // once, or, when ranks come one at a time, for the ranks seen so far projected to the job
+  // once 64 have come (at most 64 times what was seen, against a skewed first few).
+  void reserve(size_t records) {
+    room_ = records;
+    g_.endpoints.reserve(records);
+    envelopes_.reserve(records);
+    send_bytes_.reserve(records);
+    g_.posts.reserve(records);
+    g_.waits.reserve(records);
+  }
+  void make_room(size_t records) {
+    records_seen_ += records;
+    if (records_seen_ <= room_) return;
+    const auto seen = static_cast<size_t>(ranks_added_) + 1;
+    const auto world = static_cast<size_t>(g_.world_size);
+    size_t want = records_seen_ + records_seen_ / 2;
+    if (seen >= std::min<size_t>(64, world))
+      want = std::max(want, std::min(records_seen_ / seen * world + records_seen_ / 8,
+                                     64 * records_seen_));
+    reserve(want);
+  }
+
   // ----- communicators
 
   CommKey intern(const std::vector<int32_t>& members, int occurrence) {
@@ -288,8 +316,7 @@ class Builder {
     }
   }
 
-  void walk_rank(int32_t rank) {
-    const tr::RankTrace& t = trace_.ranks[static_cast<size_t>(rank)];
+  void walk_rank(int32_t rank, const tr::RankTrace& t) {
     RankState s(rank, t.records.size());
     std::vector<Op>& ops = g_.ops[static_cast<size_t>(rank)];
     ops.reserve(t.records.size());
@@ -525,8 +552,10 @@ class Builder {
                             "collective order is inconsistent");
   }
 
-  const tr::TraceSet& trace_;
   Graph g_;
+  int32_t ranks_added_ = 0;
+  size_t records_seen_ = 0;   // in the ranks added
+  size_t room_ = 0;           // records the arrays are sized for
   std::vector<uint32_t> posts_, waits_;   // of the op being built
   std::vector<Envelope> envelopes_;       // per endpoint
   std::vector<std::pair<int64_t, SendMode>> send_bytes_;  // per endpoint: bytes, mode
@@ -570,6 +599,22 @@ double family_factor(Family f, int ranks) {
   }
 }
 
-Graph build_graph(const trace::TraceSet& trace) { return Builder(trace).build(); }
+struct GraphBuilder::Impl {
+  Builder builder;
+};
+
+GraphBuilder::GraphBuilder(int world_size, size_t expected_records)
+    : impl_(std::make_unique<Impl>(Impl{Builder(world_size, expected_records)})) {}
+GraphBuilder::~GraphBuilder() = default;
+void GraphBuilder::add_rank(const trace::RankTrace& rank) { impl_->builder.add_rank(rank); }
+Graph GraphBuilder::finish() { return impl_->builder.finish(); }
+
+Graph build_graph(const trace::TraceSet& trace) {
+  size_t records = 0;
+  for (const trace::RankTrace& rank : trace.ranks) records += rank.records.size();
+  GraphBuilder builder(static_cast<int>(trace.ranks.size()), records);
+  for (const trace::RankTrace& rank : trace.ranks) builder.add_rank(rank);
+  return builder.finish();
+}
 
 }  // namespace pskel::simulate

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -130,6 +131,25 @@ struct Graph {
 // what it cannot match is counted and noted in `warnings`, and replays as if the peer were
 // ready. Accepts truncated ranks (RankTrace::complete false): their last op ends the rank.
 Graph build_graph(const trace::TraceSet& trace);
+
+// build_graph() a rank at a time: add ranks 0, 1, ... in order, then finish() once (ranks
+// never added have no ops). A caller that reads the trace a rank at a time (read_trace_dir's
+// visitor) can free each rank's records once it is added: the graph holds what the replay
+// needs. `expected_records` (all ranks' records, 0 if unknown) sizes the graph's arrays once.
+// add_rank throws std::logic_error past world_size ranks.
+class GraphBuilder {
+ public:
+  explicit GraphBuilder(int world_size, size_t expected_records = 0);
+  ~GraphBuilder();
+  GraphBuilder(const GraphBuilder&) = delete;
+  GraphBuilder& operator=(const GraphBuilder&) = delete;
+  void add_rank(const trace::RankTrace& rank);
+  Graph finish();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 // ---------------------------------------------------------------------------------------------
 // The model (fit_model)

@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "simulate/simulate.h"
@@ -23,39 +24,126 @@ struct Point {
   double bytes, ns, weight;
 };
 
-// Per size group, the point (median size, mean duration).
+// Per size group, the point (mean size, mean duration): sums per group, in sample order.
 std::vector<Point> bucket_points(std::span<const Sample> samples) {
-  std::map<double, std::vector<Sample>> exact;
-  for (const Sample& s : samples) exact[s.bytes].push_back(s);
-  std::map<double, std::vector<Sample>> groups;
-  if (exact.size() <= kMaxExactSizes) {
-    groups = std::move(exact);
-  } else {
-    for (const Sample& s : samples)
-      groups[s.bytes < 1 ? 0 : std::floor(std::log2(s.bytes))].push_back(s);
-  }
-  std::vector<Point> points;
-  for (const auto& [key, group] : groups) {
+  struct Sum {
     double bytes = 0, ns = 0;
-    for (const Sample& s : group) {
+    size_t n = 0;
+    void add(const Sample& s) {
       bytes += s.bytes;
       ns += s.ns;
+      ++n;
     }
-    const auto n = static_cast<double>(group.size());
-    points.push_back({bytes / n, ns / n, n});
+  };
+  std::map<double, Sum> exact, by_log2;
+  for (const Sample& s : samples) {
+    if (exact.size() <= kMaxExactSizes) exact[s.bytes].add(s);
+    by_log2[s.bytes < 1 ? 0 : std::floor(std::log2(s.bytes))].add(s);
+  }
+  std::vector<Point> points;
+  for (const auto& [key, sum] : exact.size() <= kMaxExactSizes ? exact : by_log2) {
+    const auto n = static_cast<double>(sum.n);
+    points.push_back({sum.bytes / n, sum.ns / n, n});
   }
   return points;
 }
 
-// Per endpoint, the op that first waits for it ({rank, op}; empty if none does): the blocking
-// call itself, or the Wait/Test that completes its request.
-std::vector<std::vector<uint32_t>> completers(const Graph& graph) {
-  std::vector<std::vector<uint32_t>> out(graph.endpoints.size());
+// Per endpoint, the op that first waits for it: the blocking call itself, or the Wait/Test
+// that completes its request; rank kNone if none does. One flat array: a vector per endpoint
+// was an allocation for each of the job's endpoints.
+struct Completer {
+  uint32_t rank = kNone, op = kNone;
+  bool found() const { return rank != kNone; }
+};
+std::vector<Completer> completers(const Graph& graph) {
+  std::vector<Completer> out(graph.endpoints.size());
   for (size_t r = 0; r < graph.ops.size(); ++r)
     for (uint32_t i = 0; i < graph.ops[r].size(); ++i)
       for (uint32_t e : graph.waits_of(graph.ops[r][i]))
-        if (out[e].empty()) out[e] = {static_cast<uint32_t>(r), i};
+        if (!out[e].found()) out[e] = {static_cast<uint32_t>(r), i};
   return out;
+}
+
+struct RankPairHash {
+  size_t operator()(const std::pair<int32_t, int32_t>& p) const {
+    const uint64_t h = ((uint64_t{static_cast<uint32_t>(p.first)} << 32) |
+                        static_cast<uint32_t>(p.second)) * 0x9E3779B97F4A7C15ULL;
+    return static_cast<size_t>(h ^ (h >> 32));
+  }
+};
+
+std::vector<double> clock_offsets(const Graph& graph, const std::vector<Completer>& completer) {
+  // lower[{a, b}]: off[b] - off[a] is at least this much (a waited-for event on a happened
+  // before the waiting one on b ended). Hashed: an ordered map of every pair of ranks that
+  // exchange cost a cache miss per level per message at 16,384 ranks.
+  std::unordered_map<std::pair<int32_t, int32_t>, double, RankPairHash> lower;
+  auto bound = [&](int32_t a, int32_t b, double v) {
+    if (a == b) return;
+    auto [it, inserted] = lower.try_emplace({a, b}, v);
+    if (!inserted) it->second = std::max(it->second, v);
+  };
+  auto done_of = [&](uint32_t e) -> const Op* {
+    const Completer& c = completer[e];
+    return c.found() ? &graph.ops[c.rank][c.op] : nullptr;
+  };
+  auto op_of = [&](uint32_t e) -> const Op& {
+    const Endpoint& ep = graph.endpoints[e];
+    return graph.ops[static_cast<size_t>(ep.rank)][ep.op];
+  };
+  for (const Message& m : graph.messages) {
+    const Op* done = done_of(m.recv);
+    if (done == nullptr) continue;
+    bound(graph.endpoints[m.send].rank, graph.endpoints[m.recv].rank,
+          static_cast<double>(op_of(m.send).traced_start - done->traced_end));
+  }
+  for (const Collective& c : graph.collectives) {
+    if (c.sync != Sync::all || c.members.size() < 2) continue;
+    const uint32_t first = c.members[0];
+    const Op* first_done = done_of(first);
+    for (uint32_t e : c.members) {
+      const Op* done = done_of(e);
+      if (done == nullptr || first_done == nullptr) continue;
+      const int32_t a = graph.endpoints[first].rank, b = graph.endpoints[e].rank;
+      bound(a, b, static_cast<double>(op_of(first).traced_start - done->traced_end));
+      bound(b, a, static_cast<double>(op_of(e).traced_start - first_done->traced_end));
+    }
+  }
+  // Each pair's offset: the middle of its bounds (or the one bound there is), spread from rank 0.
+  // (The pairs in ascending order, as an ordered map gave them: the spread's order decides
+  // which bound wins where they disagree.)
+  std::vector<std::pair<int32_t, int32_t>> pairs;
+  pairs.reserve(lower.size());
+  for (const auto& [pair, v] : lower) pairs.push_back(pair);
+  std::sort(pairs.begin(), pairs.end());
+  std::vector<std::vector<int32_t>> neighbours(static_cast<size_t>(graph.world_size));
+  for (const auto& [a, b] : pairs) {
+    neighbours[static_cast<size_t>(a)].push_back(b);
+    neighbours[static_cast<size_t>(b)].push_back(a);
+  }
+  std::vector<double> offset(static_cast<size_t>(graph.world_size), 0.0);
+  std::vector<bool> seen(offset.size(), false);
+  std::vector<int32_t> queue;
+  for (int32_t start = 0; start < graph.world_size; ++start) {
+    if (seen[static_cast<size_t>(start)]) continue;
+    seen[static_cast<size_t>(start)] = true;
+    queue.assign(1, start);
+    for (size_t q = 0; q < queue.size(); ++q) {
+      const int32_t a = queue[q];
+      for (int32_t b : neighbours[static_cast<size_t>(a)]) {
+        if (seen[static_cast<size_t>(b)]) continue;
+        const auto lo = lower.find({a, b}), up = lower.find({b, a});
+        double d = 0;
+        if (lo != lower.end() && up != lower.end())
+          d = (lo->second - up->second) / 2;
+        else
+          d = lo != lower.end() ? lo->second : -up->second;
+        offset[static_cast<size_t>(b)] = offset[static_cast<size_t>(a)] + d;
+        seen[static_cast<size_t>(b)] = true;
+        queue.push_back(b);
+      }
+    }
+  }
+  return offset;
 }
 
 }  // namespace
@@ -109,81 +197,15 @@ Fit fit_line(std::span<const Sample> samples, double fallback_ns_per_byte) {
   return fit;
 }
 
-std::vector<double> clock_offsets(const Graph& graph) {
-  // lower[{a, b}]: off[b] - off[a] is at least this much (a waited-for event on a happened
-  // before the waiting one on b ended).
-  std::map<std::pair<int32_t, int32_t>, double> lower;
-  auto bound = [&](int32_t a, int32_t b, double v) {
-    if (a == b) return;
-    auto [it, inserted] = lower.try_emplace({a, b}, v);
-    if (!inserted) it->second = std::max(it->second, v);
-  };
-  const std::vector<std::vector<uint32_t>> completer = completers(graph);
-  auto done_of = [&](uint32_t e) -> const Op* {
-    const auto& c = completer[e];
-    return c.empty() ? nullptr : &graph.ops[static_cast<size_t>(c[0])][c[1]];
-  };
-  auto op_of = [&](uint32_t e) -> const Op& {
-    const Endpoint& ep = graph.endpoints[e];
-    return graph.ops[static_cast<size_t>(ep.rank)][ep.op];
-  };
-  for (const Message& m : graph.messages) {
-    const Op* done = done_of(m.recv);
-    if (done == nullptr) continue;
-    bound(graph.endpoints[m.send].rank, graph.endpoints[m.recv].rank,
-          static_cast<double>(op_of(m.send).traced_start - done->traced_end));
-  }
-  for (const Collective& c : graph.collectives) {
-    if (c.sync != Sync::all || c.members.size() < 2) continue;
-    const uint32_t first = c.members[0];
-    const Op* first_done = done_of(first);
-    for (uint32_t e : c.members) {
-      const Op* done = done_of(e);
-      if (done == nullptr || first_done == nullptr) continue;
-      const int32_t a = graph.endpoints[first].rank, b = graph.endpoints[e].rank;
-      bound(a, b, static_cast<double>(op_of(first).traced_start - done->traced_end));
-      bound(b, a, static_cast<double>(op_of(e).traced_start - first_done->traced_end));
-    }
-  }
-  // Each pair's offset: the middle of its bounds (or the one bound there is), spread from rank 0.
-  std::map<int32_t, std::vector<int32_t>> neighbours;
-  for (const auto& [pair, v] : lower) {
-    neighbours[pair.first].push_back(pair.second);
-    neighbours[pair.second].push_back(pair.first);
-  }
-  std::vector<double> offset(static_cast<size_t>(graph.world_size), 0.0);
-  std::vector<bool> seen(offset.size(), false);
-  std::vector<int32_t> queue;
-  for (int32_t start = 0; start < graph.world_size; ++start) {
-    if (seen[static_cast<size_t>(start)]) continue;
-    seen[static_cast<size_t>(start)] = true;
-    queue.assign(1, start);
-    for (size_t q = 0; q < queue.size(); ++q) {
-      const int32_t a = queue[q];
-      for (int32_t b : neighbours[a]) {
-        if (seen[static_cast<size_t>(b)]) continue;
-        const auto lo = lower.find({a, b}), up = lower.find({b, a});
-        double d = 0;
-        if (lo != lower.end() && up != lower.end())
-          d = (lo->second - up->second) / 2;
-        else
-          d = lo != lower.end() ? lo->second : -up->second;
-        offset[static_cast<size_t>(b)] = offset[static_cast<size_t>(a)] + d;
-        seen[static_cast<size_t>(b)] = true;
-        queue.push_back(b);
-      }
-    }
-  }
-  return offset;
-}
+std::vector<double> clock_offsets(const Graph& graph) { return clock_offsets(graph, completers(graph)); }
 
 Model fit_model(const Graph& graph) {
   std::array<std::vector<Sample>, kFamilyCount> samples;
   auto add = [&](Family f, double bytes, double ns) {
     samples[static_cast<size_t>(f)].push_back({bytes, std::max(0.0, ns)});
   };
-  const std::vector<double> offset = clock_offsets(graph);
-  const std::vector<std::vector<uint32_t>> completer = completers(graph);
+  const std::vector<Completer> completer = completers(graph);
+  const std::vector<double> offset = clock_offsets(graph, completer);
   auto op_of = [&](uint32_t e) -> const Op& {
     const Endpoint& ep = graph.endpoints[e];
     return graph.ops[static_cast<size_t>(ep.rank)][ep.op];
@@ -242,9 +264,10 @@ Model fit_model(const Graph& graph) {
   // of the Wait that completes it, when the receiver was already waiting for it.
   std::vector<Sample> transfers, all_transfers;
   for (const Message& m : graph.messages) {
-    if (completer[m.recv].empty()) continue;
-    const auto receiver = static_cast<int32_t>(completer[m.recv][0]);
-    const Op& done = graph.ops[completer[m.recv][0]][completer[m.recv][1]];
+    const Completer& c = completer[m.recv];
+    if (!c.found()) continue;
+    const auto receiver = static_cast<int32_t>(c.rank);
+    const Op& done = graph.ops[c.rank][c.op];
     const double sent = common(m.send, op_of(m.send).traced_start);
     const double waiting_from = common(m.recv, done.traced_start);
     const double received = common(m.recv, done.traced_end);
@@ -266,8 +289,8 @@ Model fit_model(const Graph& graph) {
       if (latest == kNone ||
           common(e, op_of(e).traced_start) > common(latest, op_of(latest).traced_start))
         latest = e;
-    if (latest == kNone || completer[latest].empty()) continue;
-    const Op& done = graph.ops[completer[latest][0]][completer[latest][1]];
+    if (latest == kNone || !completer[latest].found()) continue;
+    const Op& done = graph.ops[completer[latest].rank][completer[latest].op];
     const double from = common(latest, op_of(latest).traced_start);
     const double to = std::max(from, common(latest, done.traced_end));
     members.clear();

@@ -156,6 +156,7 @@ class Builder {
   Builder(int world_size, size_t expected_records) {
     g_.world_size = world_size;
     g_.ops.resize(static_cast<size_t>(world_size));
+    op_ranges_.resize(static_cast<size_t>(world_size));
     g_.lost_time.reserve(static_cast<size_t>(world_size));
     recvs_in_order_.resize(static_cast<size_t>(world_size));
     if (expected_records > 0) reserve(expected_records);
@@ -171,6 +172,8 @@ class Builder {
 
   Graph finish() {
     while (ranks_added_ < g_.world_size) add_rank(tr::RankTrace{});
+    for (size_t r = 0; r < op_ranges_.size(); ++r)
+      g_.ops[r] = std::span<const Op>(g_.op_storage).subspan(op_ranges_[r].first, op_ranges_[r].second);
     match_messages();
     link_probes();
     finish_collectives();
@@ -188,6 +191,7 @@ class Builder {
   // once 64 have come (at most 64 times what was seen, against a skewed first few).
   void reserve(size_t records) {
     room_ = records;
+    g_.op_storage.reserve(records);
     g_.endpoints.reserve(records);
     envelopes_.reserve(records);
     send_bytes_.reserve(records);
@@ -318,8 +322,8 @@ class Builder {
 
   void walk_rank(int32_t rank, const tr::RankTrace& t) {
     RankState s(rank, t.records.size());
-    std::vector<Op>& ops = g_.ops[static_cast<size_t>(rank)];
-    ops.reserve(t.records.size());
+    std::vector<Op>& ops = g_.op_storage;
+    const size_t first_op = ops.size();
     const std::vector<int64_t> gaps = tr::compute_gaps(t, g_.lost_time[static_cast<size_t>(rank)]);
     bool first = true;
     for (size_t i = 0; i < t.records.size(); ++i) {
@@ -338,7 +342,7 @@ class Builder {
       op.traced_start = r.t_start;
       op.traced_end = std::max(r.t_start, r.t_end);
       op.gap_ns = first ? 0 : gaps[i];
-      const auto op_index = static_cast<uint32_t>(ops.size());
+      const auto op_index = static_cast<uint32_t>(ops.size() - first_op);
       op.first_post = static_cast<uint32_t>(g_.posts.size());
       op.first_wait = static_cast<uint32_t>(g_.waits.size());
       posts_.clear();
@@ -351,6 +355,7 @@ class Builder {
       op.wait_count = static_cast<uint32_t>(waits_.size());
       ops.push_back(op);
     }
+    op_ranges_[static_cast<size_t>(rank)] = {first_op, ops.size() - first_op};
   }
 
   Envelope send_envelope(RankState& s, const tr::Record& r) {
@@ -553,6 +558,7 @@ class Builder {
   }
 
   Graph g_;
+  std::vector<std::pair<size_t, size_t>> op_ranges_;   // per rank: first op, count
   int32_t ranks_added_ = 0;
   size_t records_seen_ = 0;   // in the ranks added
   size_t room_ = 0;           // records the arrays are sized for

@@ -263,7 +263,7 @@ class Replay {
   }
 
   void advance(int32_t r, bool force) {
-    const std::vector<Op>& ops = g_.ops[r];
+    const std::span<const Op> ops = g_.ops[static_cast<size_t>(r)];
     while (next_[r] < ops.size()) {
       const Op& op = ops[next_[r]];
       OpTime& t = times_[r][next_[r]];

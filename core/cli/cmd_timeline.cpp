@@ -134,19 +134,29 @@ Subcommand add_timeline_command(CLI::App& app) {
                                        one_line(opt->ranks, 80), opt->max_lanes));
       page.ranks = std::move(*ranks);
     }
-    auto trace = trace::read_trace_dir(opt->dir);
-    if (!trace) return fail(trace.error().line());
-    const trace::TraceSet& set = trace.value();
-    const std::string run_id = set.meta.value("run_id", "");
-    std::vector<std::optional<trace::SampleSeries>> samples(set.ranks.size());
+    // A rank's records become its lane's calls and are freed as it is read: the trace is never
+    // whole in memory (at 16,384 ranks it was two thirds of the peak).
+    timeline::TimelineBuilder builder;
+    std::optional<Error> samples_error;
     size_t ranks_with_samples = 0;
-    for (size_t r = 0; r < set.ranks.size(); ++r) {
-      auto series = trace::read_samples(opt->dir, static_cast<int>(r), run_id);
-      if (!series) return fail(series.error().line());
-      samples[r] = std::move(series).value();
-      if (samples[r]) ++ranks_with_samples;
-    }
-    const timeline::Timeline t = timeline::build_timeline(set, samples);
+    auto trace = trace::read_trace_dir(opt->dir, {}, [&](trace::RankTrace& rank) {
+      std::optional<trace::SampleSeries> series;
+      if (!samples_error) {
+        const trace::FileHeader& h = rank.header;
+        auto read = trace::read_samples(opt->dir, h.rank,
+                                        std::string(h.run_id, strnlen(h.run_id, sizeof h.run_id)));
+        if (read)
+          series = std::move(read).value();
+        else
+          samples_error = read.error();
+      }
+      if (series) ++ranks_with_samples;
+      builder.add_rank(rank, series ? &*series : nullptr);
+      rank.drop_records();
+    });
+    if (!trace) return fail(trace.error().line());
+    if (samples_error) return fail(samples_error->line());
+    const timeline::Timeline t = builder.finish(trace.value().meta);
     const std::string text =
         opt->format == "perfetto" ? timeline::perfetto_json(t) : timeline::timeline_page(t, page);
     const std::string problem = write_file_replacing(opt->output, text);

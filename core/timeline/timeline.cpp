@@ -146,39 +146,62 @@ std::vector<NodeUsage> node_usage_of(const trace::SampleSeries& series, int64_t 
   return out;
 }
 
+void TimelineBuilder::add_rank(const trace::RankTrace& rank, const trace::SampleSeries* samples) {
+  const auto r = t_.lanes.size();
+  Lane lane = lane_of(rank, 0);
+  base_.push_back(rank.header.base_realtime_ns);
+  const std::string host = trace::host_name(rank.header);
+  auto [it, added] = node_of_host_.try_emplace(host, static_cast<int>(t_.nodes.size()));
+  if (added) {
+    t_.nodes.push_back(Node{host, {}, {}});
+    node_usage_rank_.push_back(-1);
+  }
+  Node& node = t_.nodes[static_cast<size_t>(it->second)];
+  lane.node = it->second;
+  node.ranks.push_back(static_cast<int>(r));
+  t_.rank_usage.emplace_back();
+  if (samples != nullptr) {
+    t_.rank_usage[r] = rank_usage_of(*samples, 0);
+    if (node.usage.empty()) {
+      node.usage = node_usage_of(*samples, 0);
+      node_usage_rank_[static_cast<size_t>(lane.node)] = static_cast<int>(r);
+    }
+    if (t_.sample_interval_ms == 0) t_.sample_interval_ms = samples->interval_ms;
+    if (samples->sampler_cpu_ns > 0) t_.sampler_cpu_ns += samples->sampler_cpu_ns;
+  }
+  t_.lanes.push_back(std::move(lane));
+}
+
+Timeline TimelineBuilder::finish(const nlohmann::json& meta) {
+  Timeline t = std::move(t_);
+  t.program = meta.value("executable", "");
+  t.mpi = meta.value("mpi", "");
+  const int64_t base = base_.empty() ? 0 : *std::min_element(base_.begin(), base_.end());
+  const auto offset_of = [&](size_t r) { return base_[r] - base; };
+  for (size_t r = 0; r < t.lanes.size(); ++r) {
+    const int64_t offset = offset_of(r);
+    Lane& lane = t.lanes[r];
+    lane.begin_ns += offset;
+    lane.end_ns += offset;
+    for (Call& call : lane.calls) {
+      call.start_ns += offset;
+      call.end_ns += offset;
+    }
+    for (RankUsage& u : t.rank_usage[r]) u.t_ns += offset;
+    t.end_ns = std::max(t.end_ns, lane.end_ns);
+  }
+  for (size_t n = 0; n < t.nodes.size(); ++n)
+    if (node_usage_rank_[n] >= 0)
+      for (NodeUsage& u : t.nodes[n].usage) u.t_ns += offset_of(static_cast<size_t>(node_usage_rank_[n]));
+  return t;
+}
+
 Timeline build_timeline(const trace::TraceSet& trace,
                         const std::vector<std::optional<trace::SampleSeries>>& samples) {
-  Timeline t;
-  t.program = trace.meta.value("executable", "");
-  t.mpi = trace.meta.value("mpi", "");
-  int64_t base = 0;
-  for (size_t r = 0; r < trace.ranks.size(); ++r) {
-    const int64_t b = trace.ranks[r].header.base_realtime_ns;
-    base = r == 0 ? b : std::min(base, b);
-  }
-  std::map<std::string, int> node_of_host;
-  t.rank_usage.resize(trace.ranks.size());
-  for (size_t r = 0; r < trace.ranks.size(); ++r) {
-    const trace::RankTrace& rank = trace.ranks[r];
-    const int64_t offset = rank.header.base_realtime_ns - base;
-    Lane lane = lane_of(rank, offset);
-    const std::string host = trace::host_name(rank.header);
-    auto [it, added] = node_of_host.try_emplace(host, static_cast<int>(t.nodes.size()));
-    if (added) t.nodes.push_back(Node{host, {}, {}});
-    Node& node = t.nodes[static_cast<size_t>(it->second)];
-    lane.node = it->second;
-    node.ranks.push_back(static_cast<int>(r));
-    if (r < samples.size() && samples[r]) {
-      const trace::SampleSeries& series = *samples[r];
-      t.rank_usage[r] = rank_usage_of(series, offset);
-      if (node.usage.empty()) node.usage = node_usage_of(series, offset);
-      if (t.sample_interval_ms == 0) t.sample_interval_ms = series.interval_ms;
-      if (series.sampler_cpu_ns > 0) t.sampler_cpu_ns += series.sampler_cpu_ns;
-    }
-    t.end_ns = std::max(t.end_ns, lane.end_ns);
-    t.lanes.push_back(std::move(lane));
-  }
-  return t;
+  TimelineBuilder builder;
+  for (size_t r = 0; r < trace.ranks.size(); ++r)
+    builder.add_rank(trace.ranks[r], r < samples.size() && samples[r] ? &*samples[r] : nullptr);
+  return builder.finish(trace.meta);
 }
 
 uint64_t call_count(const Timeline& timeline) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -79,6 +80,23 @@ struct Timeline {
 // `samples` is indexed by world rank (missing entries or nullopt: that rank has none).
 Timeline build_timeline(const trace::TraceSet& trace,
                         const std::vector<std::optional<trace::SampleSeries>>& samples);
+
+// build_timeline() a rank at a time: add ranks in rank order with their samples, then finish()
+// once with the trace's meta.json. A lane keeps a rank's calls (40 bytes each), not its records,
+// so a caller reading the trace a rank at a time (read_trace_dir's visitor) can free each
+// rank's records once added. Times are kept on each rank's own clock until finish() knows the
+// earliest rank's start and puts every rank on the shared axis.
+class TimelineBuilder {
+ public:
+  void add_rank(const trace::RankTrace& rank, const trace::SampleSeries* samples);
+  Timeline finish(const nlohmann::json& meta);
+
+ private:
+  Timeline t_;
+  std::vector<int64_t> base_;                    // per rank: header.base_realtime_ns
+  std::vector<int> node_usage_rank_;             // per node: the rank its usage came from
+  std::map<std::string, int> node_of_host_;
+};
 
 // Rates between consecutive samples of one rank (pure; exposed for the tests).
 std::vector<RankUsage> rank_usage_of(const trace::SampleSeries& series, int64_t offset_ns);

@@ -243,6 +243,47 @@ TEST_CASE("NodeUsageComesFromItsLowestRankWithSamples") {
   CHECK(t.nodes[0].usage[1].cpu_busy == doctest::Approx(0.5));
 }
 
+TEST_CASE("ATimelineBuiltARankAtATimeWithEachRankFreedPutsRanksOnTheAxisAtTheEnd") {
+  // Rank 1 started first by the wall clock: rank 0's place on the axis is known only once
+  // rank 1 has come, after rank 0's records are gone.
+  tr::TraceSet set = two_rank_trace();
+  set.ranks[0].header.base_realtime_ns = 1'000'009'000;
+  set.ranks[1].header.base_realtime_ns = 1'000'000'000;
+  tr::SampleSeries s;
+  s.interval_ms = 50;
+  s.samples = {{0, 0, 1, 0, 10, 1, 2}, {10, 5, 1, 5, 20, 1, 2}};
+  const std::vector<std::optional<tr::SampleSeries>> samples = {s, std::nullopt};
+  const tl::Timeline whole = tl::build_timeline(set, samples);
+
+  tl::TimelineBuilder builder;
+  for (size_t r = 0; r < set.ranks.size(); ++r) {
+    tr::RankTrace rank = set.ranks[r];
+    builder.add_rank(rank, samples[r] ? &*samples[r] : nullptr);
+    rank.drop_records();
+  }
+  const tl::Timeline t = builder.finish(set.meta);
+
+  CHECK(t.program == "/bin/app");
+  REQUIRE(t.lanes.size() == 2);
+  CHECK(t.lanes[0].begin_ns == 9000);
+  CHECK(t.lanes[1].begin_ns == 0);
+  REQUIRE(!t.lanes[0].calls.empty());
+  CHECK(t.lanes[0].calls[0].start_ns == 9000);   // MPI_Init, cut at t = 0
+  CHECK(t.rank_usage[0][1].t_ns == 9000 + 10);
+  REQUIRE(t.nodes[0].usage.size() == 2);
+  CHECK(t.nodes[0].usage[1].t_ns == 9000 + 10);
+  CHECK(t.end_ns == whole.end_ns);
+  CHECK(t.end_ns == std::max(t.lanes[0].end_ns, t.lanes[1].end_ns));
+  for (size_t r = 0; r < 2; ++r) {
+    REQUIRE(t.lanes[r].calls.size() == whole.lanes[r].calls.size());
+    for (size_t i = 0; i < t.lanes[r].calls.size(); ++i) {
+      CHECK(t.lanes[r].calls[i].start_ns == whole.lanes[r].calls[i].start_ns);
+      CHECK(t.lanes[r].calls[i].end_ns == whole.lanes[r].calls[i].end_ns);
+      CHECK(t.lanes[r].calls[i].peer == whole.lanes[r].calls[i].peer);
+    }
+  }
+}
+
 TEST_CASE("PageDataIsJsonWithEveryCallAndNoClosingTag") {
   tr::TraceSet set = two_rank_trace();
   set_host(set.ranks[1], "</script><b>");

@@ -35,7 +35,18 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: measure FIGURES_FILE TIMEOUT_SECONDS COMMAND [ARG...]\n");
     return 2;
   }
-  const unsigned timeout = (unsigned)strtoul(argv[2], NULL, 10);
+  /* Swapped or forgotten arguments would overwrite what they name: "measure build/pskel 300
+   * ..." once replaced the program it was meant to run with its figures. */
+  char *end = NULL;
+  const unsigned timeout = (unsigned)strtoul(argv[2], &end, 10);
+  if (end == argv[2] || *end != '\0') {
+    fprintf(stderr, "measure: %s: TIMEOUT_SECONDS is not a number\n", argv[2]);
+    return 2;
+  }
+  if (access(argv[1], X_OK) == 0) {
+    fprintf(stderr, "measure: %s: is executable, not a FIGURES_FILE to overwrite\n", argv[1]);
+    return 2;
+  }
   const double start = now();
   child = fork();
   if (child < 0) {

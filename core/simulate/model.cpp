@@ -35,13 +35,18 @@ std::vector<Point> bucket_points(std::span<const Sample> samples) {
       ++n;
     }
   };
-  std::map<double, Sum> exact, by_log2;
+  // By exact size while there are few sizes, else (a second pass) by power of two.
+  std::map<double, Sum> groups;
   for (const Sample& s : samples) {
-    if (exact.size() <= kMaxExactSizes) exact[s.bytes].add(s);
-    by_log2[s.bytes < 1 ? 0 : std::floor(std::log2(s.bytes))].add(s);
+    groups[s.bytes].add(s);
+    if (groups.size() > kMaxExactSizes) break;
+  }
+  if (groups.size() > kMaxExactSizes) {
+    groups.clear();
+    for (const Sample& s : samples) groups[s.bytes < 1 ? 0 : std::floor(std::log2(s.bytes))].add(s);
   }
   std::vector<Point> points;
-  for (const auto& [key, sum] : exact.size() <= kMaxExactSizes ? exact : by_log2) {
+  for (const auto& [key, sum] : groups) {
     const auto n = static_cast<double>(sum.n);
     points.push_back({sum.bytes / n, sum.ns / n, n});
   }

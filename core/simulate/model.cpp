@@ -69,6 +69,59 @@ std::vector<Completer> completers(const Graph& graph) {
   return out;
 }
 
+}  // namespace
+
+Fit fit_line(std::span<const Sample> samples, double fallback_ns_per_byte) {
+  Fit fit;
+  fit.samples = samples.size();
+  if (samples.empty()) return fit;
+  fit.fitted = true;
+  const std::vector<Point> points = bucket_points(samples);
+  fit.buckets = points.size();
+  double w = 0, mx = 0, my = 0;
+  for (const Point& p : points) {
+    w += p.weight;
+    mx += p.weight * p.bytes;
+    my += p.weight * p.ns;
+  }
+  mx /= w;
+  my /= w;
+  double sxx = 0, sxy = 0, syy = 0;
+  for (const Point& p : points) {
+    sxx += p.weight * (p.bytes - mx) * (p.bytes - mx);
+    sxy += p.weight * (p.bytes - mx) * (p.ns - my);
+    syy += p.weight * (p.ns - my) * (p.ns - my);
+  }
+  if (points.size() < 2 || sxx <= 0) {
+    fit.ns_per_byte = std::max(0.0, fallback_ns_per_byte);
+    fit.t0_ns = std::max(0.0, my - fit.ns_per_byte * mx);
+  } else {
+    fit.ns_per_byte = std::max(0.0, sxy / sxx);
+    fit.t0_ns = my - fit.ns_per_byte * mx;
+    if (fit.t0_ns < 0) {   // through the origin instead
+      double sxy0 = 0, sxx0 = 0;
+      for (const Point& p : points) {
+        sxy0 += p.weight * p.bytes * p.ns;
+        sxx0 += p.weight * p.bytes * p.bytes;
+      }
+      fit.t0_ns = 0;
+      fit.ns_per_byte = sxx0 > 0 ? std::max(0.0, sxy0 / sxx0) : 0;
+    }
+  }
+  fit.r2 = 1;
+  if (points.size() >= 3 && syy > 0) {
+    double residual = 0;
+    for (const Point& p : points) {
+      const double e = p.ns - fit.cost_ns(p.bytes);
+      residual += p.weight * e * e;
+    }
+    fit.r2 = 1 - residual / syy;
+  }
+  return fit;
+}
+
+namespace {
+
 struct RankPairHash {
   size_t operator()(const std::pair<int32_t, int32_t>& p) const {
     const uint64_t h = ((uint64_t{static_cast<uint32_t>(p.first)} << 32) |
@@ -152,55 +205,6 @@ std::vector<double> clock_offsets(const Graph& graph, const std::vector<Complete
 }
 
 }  // namespace
-
-Fit fit_line(std::span<const Sample> samples, double fallback_ns_per_byte) {
-  Fit fit;
-  fit.samples = samples.size();
-  if (samples.empty()) return fit;
-  fit.fitted = true;
-  const std::vector<Point> points = bucket_points(samples);
-  fit.buckets = points.size();
-  double w = 0, mx = 0, my = 0;
-  for (const Point& p : points) {
-    w += p.weight;
-    mx += p.weight * p.bytes;
-    my += p.weight * p.ns;
-  }
-  mx /= w;
-  my /= w;
-  double sxx = 0, sxy = 0, syy = 0;
-  for (const Point& p : points) {
-    sxx += p.weight * (p.bytes - mx) * (p.bytes - mx);
-    sxy += p.weight * (p.bytes - mx) * (p.ns - my);
-    syy += p.weight * (p.ns - my) * (p.ns - my);
-  }
-  if (points.size() < 2 || sxx <= 0) {
-    fit.ns_per_byte = std::max(0.0, fallback_ns_per_byte);
-    fit.t0_ns = std::max(0.0, my - fit.ns_per_byte * mx);
-  } else {
-    fit.ns_per_byte = std::max(0.0, sxy / sxx);
-    fit.t0_ns = my - fit.ns_per_byte * mx;
-    if (fit.t0_ns < 0) {   // through the origin instead
-      double sxy0 = 0, sxx0 = 0;
-      for (const Point& p : points) {
-        sxy0 += p.weight * p.bytes * p.ns;
-        sxx0 += p.weight * p.bytes * p.bytes;
-      }
-      fit.t0_ns = 0;
-      fit.ns_per_byte = sxx0 > 0 ? std::max(0.0, sxy0 / sxx0) : 0;
-    }
-  }
-  fit.r2 = 1;
-  if (points.size() >= 3 && syy > 0) {
-    double residual = 0;
-    for (const Point& p : points) {
-      const double e = p.ns - fit.cost_ns(p.bytes);
-      residual += p.weight * e * e;
-    }
-    fit.r2 = 1 - residual / syy;
-  }
-  return fit;
-}
 
 std::vector<double> clock_offsets(const Graph& graph) { return clock_offsets(graph, completers(graph)); }
 

@@ -142,9 +142,7 @@ Subcommand add_timeline_command(CLI::App& app) {
     auto trace = trace::read_trace_dir(opt->dir, {}, [&](trace::RankTrace& rank) {
       std::optional<trace::SampleSeries> series;
       if (!samples_error) {
-        const trace::FileHeader& h = rank.header;
-        auto read = trace::read_samples(opt->dir, h.rank,
-                                        std::string(h.run_id, strnlen(h.run_id, sizeof h.run_id)));
+        auto read = trace::read_samples(opt->dir, rank.header.rank, trace::run_id(rank.header));
         if (read)
           series = std::move(read).value();
         else

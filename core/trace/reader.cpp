@@ -259,7 +259,7 @@ std::optional<Error> read_rank(const std::string& dir, int r, int n, const std::
   auto rank = parse_rank_fd(file.value()->fd.get(), file.value()->size, path, options);
   if (!rank) return rank.error();
   const FileHeader& h = rank.value().header;
-  const std::string file_run(h.run_id, strnlen(h.run_id, sizeof h.run_id));
+  const std::string file_run = run_id(h);
   if (file_run != run)
     return Error{path, fmt::format("from another run (run id {}, meta.json has {})", file_run, run)};
   if (h.rank != r || h.world_size != n)
@@ -326,6 +326,10 @@ Result<TraceSet> read_trace_dir(const std::string& dir, const ReadOptions& optio
 
 std::string host_name(const FileHeader& header) {
   return std::string(header.hostname, strnlen(header.hostname, sizeof header.hostname));
+}
+
+std::string run_id(const FileHeader& header) {
+  return std::string(header.run_id, strnlen(header.run_id, sizeof header.run_id));
 }
 
 TraceSummary summarize(const TraceSet& trace) {

@@ -108,5 +108,7 @@ class SummaryBuilder {
 
 // The host name in a rank file's header (NUL-padded there).
 std::string host_name(const FileHeader& header);
+// The run id in a rank file's header (NUL-padded there).
+std::string run_id(const FileHeader& header);
 
 }  // namespace pskel::trace

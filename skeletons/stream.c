@@ -89,7 +89,8 @@ static int by_value(const void *a, const void *b) {
 }
 
 double pskel_stream_calibrate(size_t bytes, void (*ready)(void *arg), void *arg) {
-  /* Its own buffer, not the working set: the tracer has none, and a skeleton never calibrates. */
+  /* Its own buffer, not the working set: the tracer's sampler has released its set by the time
+   * it calibrates, and a skeleton never calibrates. */
   double *data = NULL;
   size_t n = 0;
   if (bytes > 0) {

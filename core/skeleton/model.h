@@ -149,7 +149,8 @@ Scaling choose_scaling(const lt::LoopTree& tree, const Analysis& analysis, int64
 
 // The memory-bound part of each rank's compute (skeletons/stream.h): a rank whose data grew by
 // at least kMinFootprintBytes after MPI_Init is taken to stream it once per main-loop iteration,
-// so that share = (footprint x the trace's stream_ns_per_byte) / (its compute per iteration),
+// so that share = (footprint x the byte's cost) / (its compute per iteration), the byte's cost
+// from the run's memory probes (stream_ns_per_byte_in_run) or else from MPI_Finalize's,
 // at most kMaxMemoryShare; the skeleton streams that share of every gap through a working set
 // of the footprint's size and computes the rest. A lower bound where the program passes over
 // its data several times per iteration; no memory part where the trace has no samples or no

@@ -133,6 +133,10 @@ bool write_meta(const MetaInfo& info) {
     j << ",\n  \"stream_ns_per_byte\": ";
     numbers(info.stream_ns_per_byte);
   }
+  if (!info.stream_ns_per_byte_in_run.empty()) {
+    j << ",\n  \"stream_ns_per_byte_in_run\": ";
+    numbers(info.stream_ns_per_byte_in_run);
+  }
   if (!info.finalize_write_ns.empty()) {
     j << ",\n  \"finalize_write_ns\": ";
     numbers(info.finalize_write_ns);

@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "proc_stats.h"
+#include "stream.h"
 #include "trace/samples_format.h"
 #include "work.h"
 
@@ -111,6 +112,8 @@ void Sampler::stop(int64_t now_ns) {
 }
 
 void Sampler::give_up() {
+  if (memory_set_ready_) pskel_stream_release();
+  memory_set_ready_ = false;
   if (fd_ >= 0) ::close(fd_);
   if (schedstat_fd_ >= 0) ::close(schedstat_fd_);
   fd_ = schedstat_fd_ = -1;
@@ -156,27 +159,47 @@ void Sampler::probe(int64_t now_ns) {
   const int64_t delay_after = read_run_delay();
   // Time the thread waited for a CPU is the node's load, as in the gaps (trace/gaps.h).
   if (delay_before >= 0 && delay_after >= delay_before) ns -= delay_after - delay_before;
+  if (ns > 0) work_probes_.add(static_cast<double>(ns) / static_cast<double>(probe_units_));
+  const int64_t memory_ns = probe_memory_now();
   spent_ns_ += clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu_before;
-  if (ns <= 0) return;  // clocks that disagree: no measurement
-  append_line('p', now_ns, ns);
-  const double per_unit = static_cast<double>(ns) / static_cast<double>(probe_units_);
-  if (probes_ < kProbesKept) {
-    probe_ns_[probes_] = per_unit;
-  } else {  // keep a uniform sample of the whole run: probe i replaces one with chance kept/i
-    random_ ^= random_ << 13;
-    random_ ^= random_ >> 7;
-    random_ ^= random_ << 17;
-    const uint64_t slot = random_ % (probes_ + 1);
-    if (slot < kProbesKept) probe_ns_[slot] = per_unit;
+  // The whole pause (both probes, and the memory probe's first setup) leaves the gap it fell in.
+  const int64_t paused = std::max<int64_t>(ns, 0) + std::max<int64_t>(memory_ns, 0);
+  if (paused > 0) append_line('p', now_ns, paused);
+}
+
+int64_t Sampler::probe_memory_now() {
+  if (!memory_probes_on_ || last_rss_ < kMemoryProbeMinRssBytes) return -1;
+  const int64_t start = clock_ns(CLOCK_MONOTONIC);
+  if (!memory_set_ready_) {
+    if (pskel_stream_setup(kMemoryProbeSetBytes) != 0) {
+      memory_probes_on_ = false;  // no memory for it: the MPI_Finalize measurement remains
+      return -1;
+    }
+    memory_set_ready_ = true;
   }
-  ++probes_;
+  const int64_t delay_before = read_run_delay();
+  const int64_t stream_start = clock_ns(CLOCK_MONOTONIC);
+  static volatile double sink;
+  sink = pskel_stream(kMemoryProbeBytes);
+  (void)sink;
+  const int64_t end = clock_ns(CLOCK_MONOTONIC);
+  int64_t ns = end - stream_start;
+  const int64_t delay_after = read_run_delay();
+  if (delay_before >= 0 && delay_after >= delay_before) ns -= delay_after - delay_before;
+  if (ns > 0) memory_probes_.add(static_cast<double>(ns) / static_cast<double>(kMemoryProbeBytes));
+  int64_t paused = end - start;
+  if (delay_before >= 0 && delay_after >= delay_before) paused -= delay_after - delay_before;
+  return paused;
 }
 
 double Sampler::probe_ns_per_unit() const {
-  double values[kProbesKept] = {};
-  const size_t count = std::min<uint64_t>(probes_, kProbesKept);
-  std::copy(probe_ns_, probe_ns_ + count, values);
-  return probe_estimate(values, count);
+  double values[kProbesKept];
+  return probe_estimate(values, work_probes_.copy_to(values));
+}
+
+double Sampler::probe_ns_per_byte() const {
+  double values[kProbesKept];
+  return memory_probe_estimate(values, memory_probes_.copy_to(values));
 }
 
 int64_t Sampler::read_run_delay() {
@@ -228,7 +251,10 @@ void Sampler::sample(int64_t now_ns) {
   char buf[1024];
   const int64_t cpu_ns = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
   size_t n = read_proc_file("/proc/self/statm", buf, sizeof buf);
-  const int64_t rss = parse_statm_rss_bytes(buf, n, page_bytes_);
+  int64_t rss = parse_statm_rss_bytes(buf, n, page_bytes_);
+  // The memory probe's set is the tracer's, not the program's: its footprint leaves it out.
+  if (rss >= 0 && memory_set_ready_) rss = std::max<int64_t>(rss - kMemoryProbeSetBytes, 0);
+  last_rss_ = rss;
   n = read_proc_file("/proc/stat", buf, sizeof buf);
   const NodeCpuTicks ticks = parse_proc_stat(buf, n);
   n = read_proc_file("/proc/meminfo", buf, sizeof buf);

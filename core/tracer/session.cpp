@@ -335,6 +335,7 @@ void start_session(FunctionId init_function, int64_t init_entry_mono) {
   s->sampler.start(samples_path.c_str(), s->rank, run_id.c_str(), sample_interval_ms_from_env(),
                    now());
   s->sampler.size_probes(ns_per_unit);
+  s->sampler.probe_memory(stream_probe_bytes_from_env() > 0);
 
   g_traced_thread = pthread_self();
   s->pid = getpid();
@@ -350,6 +351,7 @@ void end_session() {
   g_recording = false;
   s->sampler.stop(entry_ns);
   const double ns_per_unit_in_run = s->sampler.probe_ns_per_unit();
+  const double ns_per_byte_in_run = s->sampler.probe_ns_per_byte();
   append_plain_record(FunctionId::MPI_Finalize, entry_ns, entry_ns);
   s->writer.close(entry_ns, s->untraced_thread_calls, s->untracked_requests);
   // What the rank's files took at the end (the last sample, the last block, closing samples.N
@@ -388,6 +390,9 @@ void end_session() {
   s->meta.stream_ns_per_byte.resize(static_cast<size_t>(s->size));
   PMPI_Gather(&ns_per_byte, 1, MPI_DOUBLE, s->meta.stream_ns_per_byte.data(), 1, MPI_DOUBLE, 0,
               MPI_COMM_WORLD);
+  s->meta.stream_ns_per_byte_in_run.resize(static_cast<size_t>(s->size));
+  PMPI_Gather(&ns_per_byte_in_run, 1, MPI_DOUBLE, s->meta.stream_ns_per_byte_in_run.data(), 1,
+              MPI_DOUBLE, 0, MPI_COMM_WORLD);
   if (s->rank == 0) {
     s->meta.complete = failing < 0;
     s->meta.end_realtime_ns = realtime_ns();

@@ -387,7 +387,9 @@ class BadInput(unittest.TestCase):
 
 class MemoryHeavyProgram(unittest.TestCase):
     """spmv with about 50 MB of data per rank: the trace has each rank's footprint and memory
-    calibration, the skeleton streams its share of each gap through a working set that large,
+    calibration, from MPI_Finalize and from memory probes through the run (samples every 10 ms,
+    so that its 0.3 s give more than the 10 probes needed), the skeleton prices a byte by the
+    run's probes and streams its share of each gap through a working set that large,
     and its prediction of its own traced run is of the right size (within a factor of three: a
     stream of the wrong unit would be orders off; accuracy is the benchmarks' to measure, and
     one short run on a shared machine is not a measurement)."""
@@ -395,13 +397,23 @@ class MemoryHeavyProgram(unittest.TestCase):
     def test_spmv_streams_its_share(self):
         with tempfile.TemporaryDirectory(prefix="pskel-skel-mem-") as tmp:
             tmp = pathlib.Path(tmp)
-            original = trace(tmp / "trace", [*launcher("mpich", 2), APPS / "spmv.mpich",
-                                             "-n", "52", "-i", "40", "-w", "0"])
+            original = tmp / "trace"
+            ok(pskel("run", "-o", original, "--", *launcher("mpich", 2), APPS / "spmv.mpich",
+                     "-n", "52", "-i", "40", "-w", "0",
+                     env={**os.environ, "PSKEL_SAMPLE_MS": "10"}, timeout=300), "pskel run spmv")
             meta = json.loads((original / "meta.json").read_text())
             self.assertEqual(len(meta["stream_ns_per_byte"]), 2)
+            in_run = meta["stream_ns_per_byte_in_run"]
+            self.assertEqual(len(in_run), 2)
             desc = build_skeleton(original, tmp / "skeleton", 1)
             memory = desc["memory"]
             for rank in range(2):
+                self.assertGreater(in_run[rank], 0, meta)
+                self.assertEqual(memory["stream_ns_per_byte"][rank], in_run[rank])
+                # each probe's pause is in a "p" line, taken out of the gap it fell in
+                probes = [line for line in (original / f"samples.{rank}").read_text().splitlines()
+                          if line.startswith("p ")]
+                self.assertGreaterEqual(len(probes), 10)
                 self.assertGreaterEqual(memory["footprint_bytes"][rank], 32 << 20, memory)
                 self.assertGreater(memory["share"][rank], 0, memory)
                 self.assertEqual(memory["working_set_bytes"][rank], memory["footprint_bytes"][rank])

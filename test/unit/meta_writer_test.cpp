@@ -259,6 +259,11 @@ TEST_CASE("write_meta writes the calibrations of MPI_Finalize, of the probes and
   REQUIRE(write_meta(m));
   CHECK(read_json(dir.file("meta.json"))["stream_ns_per_byte"] ==
         nlohmann::json::parse("[0.125, -1, null]"));
+  CHECK_FALSE(read_json(dir.file("meta.json")).contains("stream_ns_per_byte_in_run"));
+  m.stream_ns_per_byte_in_run = {0.0625, -1, 0.5};
+  REQUIRE(write_meta(m));
+  CHECK(read_json(dir.file("meta.json"))["stream_ns_per_byte_in_run"] ==
+        nlohmann::json::parse("[0.0625, -1, 0.5]"));
 }
 
 TEST_CASE("write_meta replaces an existing meta.json") {

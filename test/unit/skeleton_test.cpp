@@ -310,6 +310,23 @@ TEST_CASE("skeleton: a rank whose data outgrew the caches streams its share of e
   CHECK(!has(s.source, "pskel_memory"));
 }
 
+TEST_CASE("skeleton: the run's memory probes price a byte before MPI_Finalize's single probe") {
+  auto w = halo_ring(2, 100, 1000000);
+  Built b = build(w);
+  b.trace.ranks[0].footprint_bytes = int64_t{100} << 20;
+  b.trace.ranks[1].footprint_bytes = int64_t{100} << 20;
+  b.trace.meta["stream_ns_per_byte"] = {0.01, 0.01};
+  // Rank 0 had enough probes in its run; rank 1 had too few (-1): it keeps the other value.
+  b.trace.meta["stream_ns_per_byte_in_run"] = {0.005, -1};
+  const sk::Skeleton s = generate(b);
+  const auto& memory = s.description["memory"];
+  const double per_iteration = 199 * 1e6 / 100;
+  CHECK(memory["stream_ns_per_byte"][0] == doctest::Approx(0.005));
+  CHECK(memory["stream_ns_per_byte"][1] == doctest::Approx(0.01));
+  CHECK(memory["share"][0].get<double>() == doctest::Approx((100 << 20) * 0.005 / per_iteration));
+  CHECK(memory["share"][1].get<double>() == doctest::Approx((100 << 20) * 0.01 / per_iteration));
+}
+
 TEST_CASE("skeleton: every rank sending before receiving is planned: receives first, one Waitall") {
   auto w = pskel::test::world(3);
   for (int r = 0; r < 3; ++r) {

@@ -4,6 +4,7 @@
 // parsers (core/tracer/proc_stats).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -596,6 +597,31 @@ TEST_CASE("CalibrationProbesGiveTheirMeanEachCappedAtTwiceTheMedian") {
   CHECK(pskel::tracer::probe_estimate(few.data(), few.size()) == -1);
   few.push_back(300.0);  // ten, an even count: the median is the mean of the middle two
   CHECK(pskel::tracer::probe_estimate(few.data(), few.size()) == doctest::Approx(210.0));
+}
+
+TEST_CASE("MemoryProbesGiveTheirMedian") {
+  // A memory burst beside the run slowed a quarter of the probes threefold: not counted.
+  std::vector<double> probes(40, 0.05);
+  for (size_t i = 0; i < 10; ++i) probes[i * 4] = 0.15;
+  probes[1] = 0.04;
+  CHECK(pskel::tracer::memory_probe_estimate(probes.data(), probes.size()) ==
+        doctest::Approx(0.05));
+  std::vector<double> few(pskel::tracer::kMinProbes - 1, 0.05);
+  CHECK(pskel::tracer::memory_probe_estimate(few.data(), few.size()) == -1);
+}
+
+TEST_CASE("ProbeReservoirKeepsAUniformSampleOfALongRun") {
+  pskel::tracer::ProbeReservoir reservoir;
+  for (int i = 0; i < 100; ++i) reservoir.add(1.0);
+  std::vector<double> kept(pskel::tracer::kProbesKept);
+  CHECK(reservoir.copy_to(kept.data()) == 100);
+  // A run whose second half was twice as slow: about half the kept values are from it.
+  for (size_t i = 100; i < 100 * pskel::tracer::kProbesKept; ++i)
+    reservoir.add(i < 50 * pskel::tracer::kProbesKept ? 1.0 : 2.0);
+  REQUIRE(reservoir.copy_to(kept.data()) == pskel::tracer::kProbesKept);
+  const auto slow = std::count(kept.begin(), kept.end(), 2.0);
+  CHECK(slow > 0.4 * pskel::tracer::kProbesKept);
+  CHECK(slow < 0.6 * pskel::tracer::kProbesKept);
 }
 
 }  // TEST_SUITE

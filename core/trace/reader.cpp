@@ -62,6 +62,7 @@ std::string check_meta_types(const nlohmann::json& meta) {
       {"work_ns_per_unit_at_finalize", numbers, "an array of numbers"},
       {"work_ns_per_unit_in_run", numbers, "an array of numbers"},
       {"stream_ns_per_byte", numbers, "an array of numbers"},
+      {"stream_ns_per_byte_in_run", numbers, "an array of numbers"},
       {"finalize_write_ns", numbers, "an array of numbers"},
   };
   for (const Key& k : keys) {

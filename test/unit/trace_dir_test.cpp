@@ -335,6 +335,18 @@ TEST_CASE("a meta.json without a positive integer rank count or a run id is reje
   CHECK_MESSAGE(ok.ok(), ok.error().line());
 }
 
+TEST_CASE("a meta.json calibration that is not an array of numbers is rejected, naming it") {
+  TempDir dir;
+  write_two_rank_trace(dir);
+  const std::string meta = dir.file("meta.json");
+  for (const char* key : {"work_ns_per_unit_in_run", "stream_ns_per_byte", "stream_ns_per_byte_in_run"}) {
+    CAPTURE(key);
+    write_text(meta, std::string("{\"ranks\": 2, \"run_id\": \"") + kRunId + "\", \"" + key +
+                         "\": [0.05, \"fast\"]}");
+    check_error(tr::read_trace_dir(dir.path()), meta, {key, "an array of numbers"});
+  }
+}
+
 TEST_CASE("a nonexistent trace directory, a file, or a directory without meta.json is an error") {
   TempDir dir;
   const std::string nowhere = dir.file("nowhere");

@@ -131,16 +131,17 @@ class Sampler {
   int64_t last_rss_ = -1;         // the program's, from the last sample (the probe's set left out)
 };
 
-// The calibration from probes' ns per unit: their mean, each capped at twice their median, or
-// -1 for fewer than kMinProbes. A probe during which the host preempted the VM counts up to 20x:
-// the plain mean scattered 2.5 % between 4 s blocks of compute on a VM; leaving the highest 5 %
-// out, 0.8 % but 1.2 % below what the blocks paid (their preemptions); capped, 0.9 % and 0.4 %
-// below (docs/skeleton.md). Sorts `values`.
+// The median of `count` >= 1 sorted values.
 inline double sorted_median(const double* values, size_t count) {
   const size_t mid = count / 2;
   return count % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
 }
 
+// The calibration from probes' ns per unit: their mean, each capped at twice their median, or
+// -1 for fewer than kMinProbes. A probe during which the host preempted the VM counts up to 20x:
+// the plain mean scattered 2.5 % between 4 s blocks of compute on a VM; leaving the highest 5 %
+// out, 0.8 % but 1.2 % below what the blocks paid (their preemptions); capped, 0.9 % and 0.4 %
+// below (docs/skeleton.md). Sorts `values`.
 inline double probe_estimate(double* values, size_t count) {
   if (count < kMinProbes) return -1;
   std::sort(values, values + count);

@@ -148,17 +148,22 @@ void Sampler::size_probes(double ns_per_unit) {
                      : 0;
 }
 
-void Sampler::probe(int64_t now_ns) {
-  const int64_t cpu_before = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+int64_t Sampler::time_less_run_delay(double (*kernel)(uint64_t), uint64_t amount) {
   const int64_t delay_before = read_run_delay();
   const int64_t start = clock_ns(CLOCK_MONOTONIC);
   static volatile double sink;
-  sink = pskel_work(probe_units_);
+  sink = kernel(amount);
   (void)sink;
   int64_t ns = clock_ns(CLOCK_MONOTONIC) - start;
   const int64_t delay_after = read_run_delay();
   // Time the thread waited for a CPU is the node's load, as in the gaps (trace/gaps.h).
   if (delay_before >= 0 && delay_after >= delay_before) ns -= delay_after - delay_before;
+  return ns;
+}
+
+void Sampler::probe(int64_t now_ns) {
+  const int64_t cpu_before = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+  const int64_t ns = time_less_run_delay(pskel_work, probe_units_);
   if (ns > 0) work_probes_.add(static_cast<double>(ns) / static_cast<double>(probe_units_));
   const int64_t memory_ns = probe_memory_now();
   spent_ns_ += clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu_before;
@@ -169,27 +174,19 @@ void Sampler::probe(int64_t now_ns) {
 
 int64_t Sampler::probe_memory_now() {
   if (!memory_probes_on_ || last_rss_ < kMemoryProbeMinRssBytes) return -1;
-  const int64_t start = clock_ns(CLOCK_MONOTONIC);
+  int64_t setup_ns = 0;
   if (!memory_set_ready_) {
+    const int64_t start = clock_ns(CLOCK_MONOTONIC);
     if (pskel_stream_setup(kMemoryProbeSetBytes) != 0) {
       memory_probes_on_ = false;  // no memory for it: the MPI_Finalize measurement remains
       return -1;
     }
     memory_set_ready_ = true;
+    setup_ns = clock_ns(CLOCK_MONOTONIC) - start;
   }
-  const int64_t delay_before = read_run_delay();
-  const int64_t stream_start = clock_ns(CLOCK_MONOTONIC);
-  static volatile double sink;
-  sink = pskel_stream(kMemoryProbeBytes);
-  (void)sink;
-  const int64_t end = clock_ns(CLOCK_MONOTONIC);
-  int64_t ns = end - stream_start;
-  const int64_t delay_after = read_run_delay();
-  if (delay_before >= 0 && delay_after >= delay_before) ns -= delay_after - delay_before;
+  const int64_t ns = time_less_run_delay(pskel_stream, kMemoryProbeBytes);
   if (ns > 0) memory_probes_.add(static_cast<double>(ns) / static_cast<double>(kMemoryProbeBytes));
-  int64_t paused = end - start;
-  if (delay_before >= 0 && delay_after >= delay_before) paused -= delay_after - delay_before;
-  return paused;
+  return setup_ns + ns;
 }
 
 double Sampler::probe_ns_per_unit() const {

@@ -101,8 +101,10 @@ class Sampler {
  private:
   void due(int64_t now_ns, bool call_end);
   void probe(int64_t now_ns);
-  // Streams the memory probe (setting its set up the first time); ns it measured, or -1.
+  // Streams the memory probe (setting its set up the first time); ns it paused, or -1.
   int64_t probe_memory_now();
+  // Wall ns of kernel(amount) less the run-queue delay that grew meanwhile.
+  int64_t time_less_run_delay(double (*kernel)(uint64_t), uint64_t amount);
   void sample(int64_t now_ns);
   int64_t read_run_delay();
   void note_run_delay(int64_t now_ns);

@@ -276,18 +276,29 @@ TEST_CASE("skeleton: an undisturbed trace leaves nothing out and warns of nothin
   CHECK(s.description["warnings"].empty());
 }
 
-TEST_CASE("skeleton: a rank whose data outgrew the caches streams its share of each gap") {
-  // 100 iterations of 2 x 1 ms of compute. Rank 0's data grew by 100 MB after MPI_Init;
-  // streaming it once at 0.01 ns per byte takes 1 ms of the 1.99 ms of compute per iteration
-  // (the first gap is the loop's entry). Rank 1's 20 MB fit in the caches.
+namespace {
+
+// 100 iterations of 2 x 1 ms of compute on 2 ranks whose data grew by these many bytes after
+// MPI_Init, a byte streamed at 0.01 ns by MPI_Finalize's probe on both.
+constexpr double kRingComputePerIterationNs = 199 * 1e6 / 100;  // the first gap is the entry's
+Built ring_with_footprints(int64_t rank0_bytes, int64_t rank1_bytes) {
   auto w = halo_ring(2, 100, 1000000);
   Built b = build(w);
-  b.trace.ranks[0].footprint_bytes = int64_t{100} << 20;
-  b.trace.ranks[1].footprint_bytes = int64_t{20} << 20;
+  b.trace.ranks[0].footprint_bytes = rank0_bytes;
+  b.trace.ranks[1].footprint_bytes = rank1_bytes;
   b.trace.meta["stream_ns_per_byte"] = {0.01, 0.01};
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("skeleton: a rank whose data outgrew the caches streams its share of each gap") {
+  // Rank 0's 100 MB streamed once take 1 ms of the 1.99 ms of compute per iteration; rank 1's
+  // 20 MB fit in the caches.
+  Built b = ring_with_footprints(int64_t{100} << 20, int64_t{20} << 20);
   sk::Skeleton s = generate(b);
   const auto& memory = s.description["memory"];
-  const double expected = (100 << 20) * 0.01 / (199 * 1e6 / 100);
+  const double expected = (100 << 20) * 0.01 / kRingComputePerIterationNs;
   CHECK(memory["share"][0].get<double>() == doctest::Approx(expected));
   CHECK(memory["share"][1] == 0.0);
   CHECK(memory["working_set_bytes"][0].get<double>() == doctest::Approx(100 << 20));
@@ -311,20 +322,17 @@ TEST_CASE("skeleton: a rank whose data outgrew the caches streams its share of e
 }
 
 TEST_CASE("skeleton: the run's memory probes price a byte before MPI_Finalize's single probe") {
-  auto w = halo_ring(2, 100, 1000000);
-  Built b = build(w);
-  b.trace.ranks[0].footprint_bytes = int64_t{100} << 20;
-  b.trace.ranks[1].footprint_bytes = int64_t{100} << 20;
-  b.trace.meta["stream_ns_per_byte"] = {0.01, 0.01};
+  Built b = ring_with_footprints(int64_t{100} << 20, int64_t{100} << 20);
   // Rank 0 had enough probes in its run; rank 1 had too few (-1): it keeps the other value.
   b.trace.meta["stream_ns_per_byte_in_run"] = {0.005, -1};
   const sk::Skeleton s = generate(b);
   const auto& memory = s.description["memory"];
-  const double per_iteration = 199 * 1e6 / 100;
   CHECK(memory["stream_ns_per_byte"][0] == doctest::Approx(0.005));
   CHECK(memory["stream_ns_per_byte"][1] == doctest::Approx(0.01));
-  CHECK(memory["share"][0].get<double>() == doctest::Approx((100 << 20) * 0.005 / per_iteration));
-  CHECK(memory["share"][1].get<double>() == doctest::Approx((100 << 20) * 0.01 / per_iteration));
+  CHECK(memory["share"][0].get<double>() ==
+        doctest::Approx((100 << 20) * 0.005 / kRingComputePerIterationNs));
+  CHECK(memory["share"][1].get<double>() ==
+        doctest::Approx((100 << 20) * 0.01 / kRingComputePerIterationNs));
 }
 
 TEST_CASE("skeleton: every rank sending before receiving is planned: receives first, one Waitall") {

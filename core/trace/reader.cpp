@@ -7,12 +7,14 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <optional>
 
 #include <fmt/format.h>
 
 #include "trace/gaps.h"
+#include "trace/node_index.h"
 #include "util/crc32c.h"
 #include "util/file_read.h"
 #include "util/parallel.h"
@@ -210,21 +212,14 @@ Result<RankTrace> parse_source(uint64_t size, ReadAt read_at, const std::string&
   return out;
 }
 
-// A rank file read block by block through `fd` (opened by open_regular_file).
-Result<RankTrace> parse_rank_fd(int fd, uint64_t size, const std::string& name,
+// A rank file read block by block through `fd` (opened by open_regular_file), from `base` on:
+// 0 for a rank file, the section's offset for a node file's section.
+Result<RankTrace> parse_rank_fd(int fd, uint64_t base, uint64_t size, const std::string& name,
                                 const ReadOptions& options) {
   std::vector<unsigned char> buffer;
   const auto read_at = [&](uint64_t offset, size_t n) -> Result<const unsigned char*> {
     buffer.resize(n);
-    size_t done = 0;
-    while (done < n) {
-      const ssize_t got = ::pread(fd, buffer.data() + done, n - done,
-                                  static_cast<off_t>(offset + done));
-      if (got < 0 && errno == EINTR) continue;
-      if (got < 0) return Error{name, std::strerror(errno)};
-      if (got == 0) return Error{name, "shrank while being read"};
-      done += static_cast<size_t>(got);
-    }
+    if (auto r = pread_exact(fd, buffer.data(), n, base + offset, name); !r) return r.error();
     return static_cast<const unsigned char*>(buffer.data());
   };
   return parse_source(size, read_at, name, options);
@@ -244,20 +239,59 @@ Result<RankTrace> read_rank_file(const std::string& path, const ReadOptions& opt
   auto file = open_regular_file(path, kMaxFileBytes);
   if (!file) return file.error();
   if (!file.value()) return Error{path, "missing"};
-  return parse_rank_fd(file.value()->fd.get(), file.value()->size, path, options);
+  return parse_rank_fd(file.value()->fd.get(), 0, file.value()->size, path, options);
 }
 
 namespace {
 
-// Rank r of an n-rank trace of run `run` (its file and its samples) into `out`; the error if
+// Rank r's trace: its rank file, or else its section of a node file (`name` is set to what
+// errors call it).
+Result<RankTrace> read_rank_trace(const std::string& dir, int r, int n, const NodeIndex& nodes,
+                                  const ReadOptions& options, std::string& name) {
+  name = fmt::format("{}/{}{}{}", dir, kRankFilePrefix, r, kRankFileSuffix);
+  auto file = open_regular_file(name, kMaxFileBytes);
+  if (!file) return file.error();
+  const SectionPlace* section = nodes.trace_of(r);
+  if (file.value() && section)
+    return Error{name, fmt::format("rank {}'s trace is also in {}", r, section->path)};
+  if (file.value()) return parse_rank_fd(file.value()->fd.get(), 0, file.value()->size, name, options);
+  if (!section) {
+    return Error{name, fmt::format("missing (meta.json announces {} ranks{})", n,
+                                   nodes.traces.empty() ? "" : ", and no node file holds it")};
+  }
+  name = section_name(*section, r, SectionKind::trace);
+  auto node_file = open_regular_file(section->path, std::numeric_limits<uint64_t>::max());
+  if (!node_file) return node_file.error();
+  if (!node_file.value() || node_file.value()->size < section->offset + section->bytes)
+    return Error{name, "changed while being read"};
+  return parse_rank_fd(node_file.value()->fd.get(), section->offset, section->bytes, name, options);
+}
+
+// Rank r's samples: samples.<r>, or else its section of a node file, or none.
+Result<std::optional<SampleSeries>> read_rank_samples(const std::string& dir, int r,
+                                                      const std::string& run,
+                                                      const NodeIndex& nodes) {
+  const SectionPlace* section = nodes.samples_of(r);
+  auto from_file = read_samples(dir, r, run);
+  if (!from_file || !section) return from_file;
+  const std::string name = section_name(*section, r, SectionKind::samples);
+  if (from_file.value()) return Error{name, fmt::format("rank {}'s samples are also in {}/{}{}",
+                                                        r, dir, kSamplesFilePrefix, r)};
+  auto text = read_regular_file_range(section->path, section->offset, section->bytes,
+                                      kMaxSampleFileBytes);
+  if (!text) return Error{name, text.error().what};
+  auto series = parse_samples(text.value(), name, r, run);
+  if (!series) return series.error();
+  return std::optional<SampleSeries>{std::move(series).value()};
+}
+
+// Rank r of an n-rank trace of run `run` (its trace and its samples) into `out`; the error if
 // it cannot be read.
 std::optional<Error> read_rank(const std::string& dir, int r, int n, const std::string& run,
-                               const ReadOptions& options, RankTrace& out) {
-  const std::string path = fmt::format("{}/{}{}{}", dir, kRankFilePrefix, r, kRankFileSuffix);
-  auto file = open_regular_file(path, kMaxFileBytes);
-  if (!file) return file.error();
-  if (!file.value()) return Error{path, fmt::format("missing (meta.json announces {} ranks)", n)};
-  auto rank = parse_rank_fd(file.value()->fd.get(), file.value()->size, path, options);
+                               const NodeIndex& nodes, const ReadOptions& options,
+                               RankTrace& out) {
+  std::string path;
+  auto rank = read_rank_trace(dir, r, n, nodes, options, path);
   if (!rank) return rank.error();
   const FileHeader& h = rank.value().header;
   const std::string file_run = run_id(h);
@@ -266,7 +300,7 @@ std::optional<Error> read_rank(const std::string& dir, int r, int n, const std::
   if (h.rank != r || h.world_size != n)
     return Error{path, fmt::format("holds rank {} of {}, expected rank {} of {}", h.rank,
                                    h.world_size, r, n)};
-  auto samples = read_samples(dir, r, run);
+  auto samples = read_rank_samples(dir, r, run, nodes);
   if (!samples)
     return Error{samples.error().file,
                  samples.error().what + " (move it away to use the trace without its samples)"};
@@ -306,6 +340,8 @@ Result<TraceSet> read_trace_dir(const std::string& dir, const ReadOptions& optio
   if (!run_id.is_string()) return Error{meta_path, "no valid \"run_id\""};
   const int n = ranks.get<int>();
   const std::string run = run_id.get<std::string>();
+  auto nodes = index_node_files(dir, n);
+  if (!nodes) return nodes.error();
   // Rank files are read on every CPU, each into its own slot, a window of ranks at a time: the
   // error reported is the lowest rank's, as a reading in rank order would find it, and a
   // meta.json that claims millions of ranks beside a few files costs one window, not millions
@@ -316,7 +352,8 @@ Result<TraceSet> read_trace_dir(const std::string& dir, const ReadOptions& optio
     set.ranks.resize(first + count);
     std::vector<std::optional<Error>> errors(count);
     util::parallel_for(count, [&](size_t k) {
-      errors[k] = read_rank(dir, static_cast<int>(first + k), n, run, options, set.ranks[first + k]);
+      errors[k] = read_rank(dir, static_cast<int>(first + k), n, run, nodes.value(), options,
+                            set.ranks[first + k]);
     });
     for (std::optional<Error>& e : errors)
       if (e) return std::move(*e);

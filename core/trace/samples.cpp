@@ -12,7 +12,6 @@ namespace pskel::trace {
 namespace {
 
 // A day of samples every millisecond is ~600 MB; anything larger is not a sample file.
-constexpr uint64_t kMaxSampleFileBytes = uint64_t{1} << 30;
 
 std::vector<std::string_view> split_words(std::string_view line) {
   std::vector<std::string_view> words;

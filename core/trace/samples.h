@@ -56,6 +56,9 @@ struct SampleSeries {
   int columns() const { return version == 1 ? kSampleColumnsV1 : kSampleColumns; }
 };
 
+// A sample file of 10 lines a second for a month is under 1 GB.
+inline constexpr uint64_t kMaxSampleFileBytes = uint64_t{1} << 30;
+
 // Parses a sample file's text; `name` is used in errors. The file must belong to `rank` of the
 // run `run_id`. A last line without its newline (the process was killed mid-write) is dropped.
 Result<SampleSeries> parse_samples(std::string_view text, const std::string& name, int rank,

@@ -51,17 +51,6 @@ int64_t clock_ns(clockid_t clock) {
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
-bool write_all(int fd, const char* data, size_t size) {
-  while (size > 0) {
-    const ssize_t n = ::write(fd, data, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
-}
-
 }  // namespace
 
 int sample_interval_ms_from_env() {
@@ -74,17 +63,19 @@ int sample_interval_ms_from_env() {
 }
 
 bool Sampler::start(const char* path, int rank, const char* run_id, int interval_ms,
-                    int64_t now_ns) {
-  if (fd_ >= 0 || interval_ms <= 0) return false;
-  fd_ = ::open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd_ < 0) return false;
+                    int64_t now_ns, size_t memory_cap) {
+  if (out_.is_open() || interval_ms <= 0) return false;
+  if (memory_cap > 0) {
+    out_.open_memory(path, memory_cap);
+  } else if (!out_.open_file(path)) {
+    return false;
+  }
   char header[160];
   const int n = std::snprintf(header, sizeof header, "%s %d %d %s %d\n", trace::kSamplesMagic,
                               trace::kSamplesVersion, rank, run_id, interval_ms);
   if (n <= 0 || static_cast<size_t>(n) >= sizeof header ||
-      !write_all(fd_, header, static_cast<size_t>(n))) {
-    ::close(fd_);
-    fd_ = -1;
+      !out_.write(header, static_cast<size_t>(n))) {
+    out_.forget();
     return false;
   }
   interval_ns_ = static_cast<int64_t>(interval_ms) * 1000000;
@@ -97,16 +88,17 @@ bool Sampler::start(const char* path, int rank, const char* run_id, int interval
 }
 
 void Sampler::stop(int64_t now_ns) {
-  if (fd_ < 0) return;
+  if (!out_.is_open()) return;
   if (getpid() == owner_) {
     sample(now_ns);  // the end of the run: its last interval is covered too
-    if (fd_ >= 0) {
+    if (out_.is_open()) {
       char line[64];
       const int n = std::snprintf(line, sizeof line, "# sampler_cpu_ns %lld\n",
                                   static_cast<long long>(spent_ns_));
       if (n > 0 && static_cast<size_t>(n) < sizeof line)
-        write_all(fd_, line, static_cast<size_t>(n));
+        out_.write(line, static_cast<size_t>(n));
     }
+    out_.close();  // what it held in memory stays, for the node file
   }
   give_up();
 }
@@ -114,9 +106,11 @@ void Sampler::stop(int64_t now_ns) {
 void Sampler::give_up() {
   if (memory_set_ready_) pskel_stream_release();
   memory_set_ready_ = false;
-  if (fd_ >= 0) ::close(fd_);
+  // Closed cleanly by stop(); anywhere else (a write failed, a forked child) what it held is
+  // not the run's samples.
+  if (out_.is_open()) out_.forget();
   if (schedstat_fd_ >= 0) ::close(schedstat_fd_);
-  fd_ = schedstat_fd_ = -1;
+  schedstat_fd_ = -1;
   line_bytes_ = 0;
   next_due_ns_ = std::numeric_limits<int64_t>::max();
 }
@@ -128,7 +122,7 @@ void Sampler::due(int64_t now_ns, bool call_end) {
   }
   if (call_end && now_ns >= next_sample_ns_) {
     sample(now_ns);
-    if (fd_ >= 0 && probe_units_ > 0) probe(now_ns);
+    if (out_.is_open() && probe_units_ > 0) probe(now_ns);
   } else {
     // Timed by the wall clock (vDSO), not the thread's CPU clock (a system call each, ~0.5 us
     // here): a pread of a /proc file runs on the CPU throughout.
@@ -137,7 +131,7 @@ void Sampler::due(int64_t now_ns, bool call_end) {
     spent_ns_ += clock_ns(CLOCK_MONOTONIC) - before;
   }
   // A full sample due at a call's start is taken at its end.
-  if (fd_ >= 0)
+  if (out_.is_open())
     next_due_ns_ = std::min(next_sample_ns_, next_on_grid(now_ns, kRunDelayStepNs));
 }
 
@@ -236,7 +230,7 @@ void Sampler::append_line(char kind, int64_t t_ns, int64_t value) {
 
 bool Sampler::flush_lines() {
   if (line_bytes_ == 0) return true;
-  const bool ok = write_all(fd_, lines_, line_bytes_);
+  const bool ok = out_.write(lines_, line_bytes_);
   line_bytes_ = 0;
   if (!ok) give_up();  // sampling ends; the trace itself is not affected
   return ok;
@@ -269,7 +263,7 @@ void Sampler::sample(int64_t now_ns) {
       static_cast<long long>(memory.used_bytes), static_cast<long long>(memory.total_bytes),
       static_cast<long long>(run_delay));
   if (length <= 0 || static_cast<size_t>(length) >= sizeof line ||
-      !write_all(fd_, line, static_cast<size_t>(length))) {
+      !out_.write(line, static_cast<size_t>(length))) {
     give_up();  // sampling ends; the trace itself is not affected
     return;
   }

@@ -24,6 +24,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "spill_file.h"
+
 namespace pskel::tracer {
 
 inline constexpr double kProbeSeconds = 0.0005;
@@ -74,8 +76,10 @@ class Sampler {
 
   // Creates `path` (O_EXCL, no symbolic link), writes the header line and the first sample at
   // trace time `now_ns`. Returns false, sampling nothing, if the file cannot be created or
-  // interval_ms <= 0.
-  bool start(const char* path, int rank, const char* run_id, int interval_ms, int64_t now_ns);
+  // interval_ms <= 0. With memory_cap > 0 the file is held in memory (output()) and created
+  // only if it outgrows the cap.
+  bool start(const char* path, int rank, const char* run_id, int interval_ms, int64_t now_ns,
+             size_t memory_cap = 0);
   // The hot-path checks, at the start and at the end of every traced call (trace-clock time).
   // Full samples are taken at ends; the run-queue delay is read at both, so that a compute gap
   // or a call longer than a millisecond has its own reading on each side.
@@ -97,6 +101,8 @@ class Sampler {
   // A last sample and the sampler's own cost; closes the file. Idempotent. In a child forked
   // from the sampling process it only forgets the file, which is its parent's.
   void stop(int64_t now_ns);
+  // The samples, when held in memory: complete once stop() returned.
+  SpillFile& output() { return out_; }
 
  private:
   void due(int64_t now_ns, bool call_end);
@@ -122,7 +128,7 @@ class Sampler {
   char lines_[4096];              // "d" and "p" lines not written yet
   size_t line_bytes_ = 0;
   int64_t spent_ns_ = 0;          // CPU time of the traced thread spent sampling
-  int fd_ = -1;
+  SpillFile out_;
   pid_t owner_ = 0;               // the process that opened the file
   int64_t page_bytes_ = 4096;
   uint64_t probe_units_ = 0;

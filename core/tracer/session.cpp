@@ -26,6 +26,7 @@
 #include "finalize_pause.h"
 #include "session.h"
 #include "meta_writer.h"
+#include "node_writer.h"
 #include "trace/samples_format.h"
 #include "trace_writer.h"
 #include "stream.h"
@@ -261,6 +262,11 @@ void start_session(FunctionId init_function, int64_t init_entry_mono) {
   std::string dir = trace_dir_from_env_or_default(run_id);
   std::string problem = s->rank == 0 ? prepare_directory(dir) : "";
   broadcast_string(problem, 0);
+  // Every rank takes rank 0's choice: the node files' writers gather from all their ranks.
+  int node_files = s->rank == 0 && node_files_wanted(s->size);
+  PMPI_Bcast(&node_files, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (node_files) s->node_comm = split_by_node(s->rank);
+  const size_t memory_cap = s->node_comm != MPI_COMM_NULL ? node_memory_cap_from_env() : 0;
 
   const double ns_per_unit = pskel_work_calibrate(kCalibrationSeconds);
   char host[64] = {};
@@ -297,13 +303,14 @@ void start_session(FunctionId init_function, int64_t init_entry_mono) {
     char name[64];
     std::snprintf(name, sizeof name, "/%s%d%s", trace::kRankFilePrefix, s->rank,
                   trace::kRankFileSuffix);
-    if (!s->writer.open(dir + name, header, buffer)) problem = s->writer.error();
+    if (!s->writer.open(dir + name, header, buffer, memory_cap)) problem = s->writer.error();
   }
   const int failing = lowest_failing_rank(!problem.empty());
   if (failing >= 0) {
     if (failing == s->rank) warn(problem + "; the program runs untraced");
     g_session = nullptr;
     PMPI_Group_free(&s->world_group);
+    if (s->node_comm != MPI_COMM_NULL) PMPI_Comm_free(&s->node_comm);
     delete s;
     return;
   }
@@ -333,7 +340,7 @@ void start_session(FunctionId init_function, int64_t init_entry_mono) {
   const std::string samples_path =
       dir + "/" + trace::kSamplesFilePrefix + std::to_string(s->rank);
   s->sampler.start(samples_path.c_str(), s->rank, run_id.c_str(), sample_interval_ms_from_env(),
-                   now());
+                   now(), memory_cap);
   s->sampler.size_probes(ns_per_unit);
   s->sampler.probe_memory(stream_probe_bytes_from_env() > 0);
 
@@ -354,14 +361,22 @@ void end_session() {
   const double ns_per_byte_in_run = s->sampler.probe_ns_per_byte();
   append_plain_record(FunctionId::MPI_Finalize, entry_ns, entry_ns);
   s->writer.close(entry_ns, s->untraced_thread_calls, s->untracked_requests);
+  std::string node_problem;
+  if (s->node_comm != MPI_COMM_NULL) {
+    node_problem = write_node_file(s->node_comm, s->rank, s->meta.dir, s->writer.output(),
+                                   s->sampler.output());
+    PMPI_Comm_free(&s->node_comm);
+  }
   // What the rank's files took at the end (the last sample, the last block, closing samples.N
-  // and rank.N.pskt): the part of a job's end that grows with its rank count when the ranks
-  // share a file system (docs/trace-format.md §12).
+  // and rank.N.pskt, or gathering and writing the node file): the part of a job's end that
+  // grows with its rank count when the ranks share a file system (docs/trace-format.md §12).
   const double close_ns = static_cast<double>(now() - entry_ns);
-  const int failing = lowest_failing_rank(s->writer.failed() || s->writer.dropped() > 0);
+  const bool failed = s->writer.failed() || !node_problem.empty();
+  const int failing = lowest_failing_rank(failed || s->writer.dropped() > 0);
   if (failing == s->rank) {
-    warn(s->writer.failed() ? s->writer.error() + "; the trace of this run is incomplete"
-                            : std::to_string(s->writer.dropped()) + " records dropped");
+    warn(failed ? (node_problem.empty() ? s->writer.error() : node_problem) +
+                      "; the trace of this run is incomplete"
+                : std::to_string(s->writer.dropped()) + " records dropped");
   }
   uint64_t records = s->writer.records(), total_records = 0;
   PMPI_Reduce(&records, &total_records, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
@@ -407,6 +422,8 @@ void flush_unfinished_session() {
   // buffered records into it.
   if (g_session != nullptr && !g_session->finished && getpid() == g_session->pid) {
     g_session->sampler.stop(now());
+    g_session->sampler.output().spill();  // held for a node file that will not be written
+    g_session->writer.output().spill();
     g_session->writer.flush();
   }
 }

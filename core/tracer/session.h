@@ -62,6 +62,7 @@ struct Session {
   std::vector<MPI_Status> scratch_statuses;
   std::vector<MPI_Fint> scratch_fortran_statuses;
   Sampler sampler;                                 // CPU and memory, checked at each call
+  MPI_Comm node_comm = MPI_COMM_NULL;              // the node's ranks, when writing node files
   pid_t pid = 0;                                   // the process that traces (not a fork of it)
   bool finished = false;
 };

@@ -12,16 +12,13 @@
 
 namespace pskel::tracer {
 
-TraceWriter::~TraceWriter() {
-  if (fd_ >= 0) ::close(fd_);
-}
+TraceWriter::~TraceWriter() = default;
 
 bool TraceWriter::open(const std::string& path, const trace::FileHeader& header,
-                       size_t buffer_bytes) {
-  path_ = path;
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd_ < 0) {
-    fail("cannot create", errno);
+                       size_t buffer_bytes, size_t memory_cap) {
+  if (memory_cap > 0) {
+    out_.open_memory(path, memory_cap);
+  } else if (!out_.open_file(path)) {
     return false;
   }
   capacity_ = buffer_bytes < sizeof(trace::Record) * 16 ? sizeof(trace::Record) * 16 : buffer_bytes;
@@ -35,7 +32,7 @@ bool TraceWriter::open(const std::string& path, const trace::FileHeader& header,
 void TraceWriter::append_slow(const trace::Record& record, const int64_t* aux,
                               size_t aux_words) {
   const size_t bytes = sizeof record + aux_words * sizeof(int64_t);
-  if (failed() || fd_ < 0) {
+  if (failed() || !out_.is_open()) {
     ++dropped_;
     return;
   }
@@ -88,13 +85,12 @@ void TraceWriter::flush() {
 
 bool TraceWriter::close(int64_t end_ns, uint32_t untraced_thread_calls,
                         uint32_t untracked_requests) {
-  if (fd_ < 0) return !failed();
-  flush();
+  flush();  // after a failed write, what is buffered counts as dropped
+  if (!out_.is_open()) return !failed();
   const trace::EndPayload end{records_, dropped_, end_ns, untraced_thread_calls,
                                 untracked_requests};
   if (!failed()) write_block(trace::kEndBlockMagic, &end, sizeof end, 0);
-  if (::close(fd_) != 0 && !failed()) fail("cannot close", errno);
-  fd_ = -1;
+  out_.close();
   writable_ = 0;
   return !failed();
 }
@@ -115,24 +111,9 @@ void TraceWriter::write_block(uint32_t magic, const void* payload, size_t bytes,
 }
 
 bool TraceWriter::write_all(const void* data, size_t bytes) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  while (bytes > 0) {
-    const ssize_t n = ::write(fd_, p, bytes);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      fail("cannot write", n < 0 ? errno : ENOSPC);
-      return false;
-    }
-    p += n;
-    bytes -= static_cast<size_t>(n);
-  }
-  return true;
-}
-
-void TraceWriter::fail(const char* what, int err) {
+  if (out_.write(data, bytes)) return true;
   writable_ = 0;
-  if (failed()) return;
-  error_ = std::string(what) + " " + path_ + ": " + std::strerror(err);
+  return false;
 }
 
 }  // namespace pskel::tracer

@@ -1,7 +1,8 @@
 // Writes one rank's trace file (docs/trace-format.md): header, CRC-checked blocks of records,
-// end block. MPI-free, so the unit tests drive it directly. Its buffer is allocated once at
-// open(); append() never allocates and never reports errors: after a failed write, records
-// are counted as dropped and the caller asks failed() once, at the end.
+// end block; to the file itself, or to memory for the node file (spill_file.h). MPI-free, so
+// the unit tests drive it directly. Its buffer is allocated once at open(); append() never
+// allocates and never reports errors: after a failed write, records are counted as dropped and
+// the caller asks failed() once, at the end.
 // The record of the MPI call in progress is written in place (stage(), staged_done()).
 // Not thread-safe.
 #pragma once
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "spill_file.h"
 #include "trace/format.h"
 
 namespace pskel::tracer {
@@ -26,7 +28,10 @@ class TraceWriter {
 
   // Creates `path` (which must not exist; a symlink is never followed) and writes `header`.
   // Returns false, with error() saying why, if the file cannot be created or written.
-  bool open(const std::string& path, const trace::FileHeader& header, size_t buffer_bytes);
+  // With memory_cap > 0 the file is held in memory (output()) and created only if it
+  // outgrows the cap.
+  bool open(const std::string& path, const trace::FileHeader& header, size_t buffer_bytes,
+            size_t memory_cap = 0);
 
   // Buffers one record and its aux words (aux may be null when aux_words is 0). While a
   // record is staged, it is held back and buffered just before the staged one.
@@ -71,15 +76,18 @@ class TraceWriter {
   }
 
   // Writes buffered records as a block (no end block): for a process exiting without
-  // MPI_Finalize, so that what was recorded survives.
+  // MPI_Finalize, so that what was recorded survives (after output().spill() if it was held
+  // in memory).
   void flush();
 
   // Flushes, writes the end block and closes. Returns !failed().
   bool close(int64_t end_ns, uint32_t untraced_thread_calls, uint32_t untracked_requests);
 
-  bool is_open() const { return fd_ >= 0; }
-  bool failed() const { return !error_.empty(); }
-  const std::string& error() const { return error_; }
+  bool is_open() const { return out_.is_open(); }
+  bool failed() const { return out_.failed(); }
+  const std::string& error() const { return out_.error(); }
+  // The file's bytes when it was held in memory; they stay until the output's release_memory().
+  SpillFile& output() { return out_; }
   uint64_t records() const { return records_; }
   uint64_t dropped() const { return dropped_; }
 
@@ -101,10 +109,8 @@ class TraceWriter {
   void append_slow(const trace::Record& record, const int64_t* aux, size_t aux_words);
   void write_block(uint32_t magic, const void* payload, size_t bytes, uint32_t records);
   bool write_all(const void* data, size_t bytes);
-  void fail(const char* what, int err);
 
-  int fd_ = -1;
-  std::string path_;
+  SpillFile out_;
   std::unique_ptr<unsigned char[]> buffer_;
   size_t capacity_ = 0;
   size_t writable_ = 0;  // capacity_ while the file is open and no write failed, else 0
@@ -112,7 +118,6 @@ class TraceWriter {
   uint32_t buffered_records_ = 0;
   uint64_t records_ = 0;
   uint64_t dropped_ = 0;
-  std::string error_;
   trace::Record* staged_ = nullptr;  // in buffer_, or unwritable_record_
   trace::Record unwritable_record_{};
   std::vector<int64_t> staged_aux_;

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <utility>
 
 #include "util/safe_dir.h"
@@ -46,6 +47,33 @@ Result<std::optional<std::string>> read_regular_file_if_exists(const std::string
     done += static_cast<size_t>(n);
   }
   return std::optional<std::string>{std::move(bytes)};
+}
+
+Result<bool> pread_exact(int fd, void* out, size_t n, uint64_t offset, const std::string& path) {
+  auto* p = static_cast<unsigned char*>(out);
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t got = ::pread(fd, p + done, n - done, static_cast<off_t>(offset + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return Error{path, std::strerror(errno)};
+    if (got == 0) return Error{path, "shrank while being read"};
+    done += static_cast<size_t>(got);
+  }
+  return true;
+}
+
+Result<std::string> read_regular_file_range(const std::string& path, uint64_t offset,
+                                            uint64_t bytes, uint64_t max_bytes) {
+  if (bytes > max_bytes) return Error{path, "too large (" + std::to_string(bytes) + " bytes)"};
+  auto file = open_regular_file(path, std::numeric_limits<uint64_t>::max());
+  if (!file) return file.error();
+  if (!file.value()) return Error{path, "missing"};
+  if (file.value()->size < offset || file.value()->size - offset < bytes)
+    return Error{path, "shrank while being read"};
+  std::string text(static_cast<size_t>(bytes), '\0');
+  if (auto r = pread_exact(file.value()->fd.get(), text.data(), text.size(), offset, path); !r)
+    return r.error();
+  return text;
 }
 
 Result<std::string> read_regular_file(const std::string& path, uint64_t max_bytes) {

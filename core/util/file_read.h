@@ -32,4 +32,13 @@ Result<std::optional<OpenFile>> open_regular_file(const std::string& path, uint6
 Result<std::optional<std::string>> read_regular_file_if_exists(const std::string& path,
                                                                uint64_t max_bytes);
 
+// `n` bytes of `fd` from `offset` into `out`; errors name `path` ("shrank while being read" if
+// the file ends before them).
+Result<bool> pread_exact(int fd, void* out, size_t n, uint64_t offset, const std::string& path);
+
+// `bytes` bytes of the regular file `path` from `offset` (a section of a larger file), with the
+// checks of read_regular_file; `bytes` must be at most `max_bytes`.
+Result<std::string> read_regular_file_range(const std::string& path, uint64_t offset,
+                                            uint64_t bytes, uint64_t max_bytes);
+
 }  // namespace pskel

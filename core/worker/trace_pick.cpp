@@ -9,10 +9,12 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <vector>
 
 #include "config/config.h"
+#include "trace/node_index.h"
 #include "util/spool_names.h"
 #include "util/text.h"
 
@@ -27,8 +29,8 @@ constexpr int kMaxSteps = 1024;
 constexpr uint64_t kMaxEntriesPerJob = uint64_t{1} << 20;
 
 struct StepFiles {
-  uint64_t bytes = 0;             // of every rank and samples file
-  std::vector<bool> rank_present; // rank.<N>.pskt seen, for N < the ranks meta.json counts
+  uint64_t bytes = 0;             // of every rank, samples and node file
+  std::vector<bool> rank_present; // a trace seen (rank.<N>.pskt or a node file's section)
 };
 
 // "rank.<N>.pskt" -> N; -1 for any other name.
@@ -40,10 +42,27 @@ int64_t rank_of(std::string_view name) {
   return static_cast<int64_t>(n);
 }
 
-// The files of a step's trace: every regular file whose name is a rank or samples file. One
-// pass over the directory, so the cost follows the files that exist, not the rank count
+// Adds the ranks whose traces node file `name` holds (its section headers only) to `files`.
+std::optional<Error> add_node_file_ranks(int step_fd, const std::string& step_path,
+                                         const char* name, uid_t uid, int ranks,
+                                         StepFiles& files) {
+  const std::string path = step_path + "/" + name;
+  UniqueFd fd(::openat(step_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+  struct stat st;
+  if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != uid)
+    return Error{path, "not a regular file of the job's user"};
+  trace::NodeIndex index;
+  if (auto e = trace::add_node_file(fd.get(), static_cast<uint64_t>(st.st_size), path, ranks, index))
+    return e;
+  for (int r = 0; r < ranks; ++r)
+    if (index.trace_of(r)) files.rank_present[static_cast<size_t>(r)] = true;
+  return std::nullopt;
+}
+
+// The files of a step's trace: every regular file whose name is a rank, samples or node file.
+// One pass over the directory, so the cost follows the files that exist, not the rank count
 // meta.json claims; it stops early once past max_bytes or out of `entry_budget`.
-Result<StepFiles> step_files(int step_fd, const std::string& step_path, int ranks,
+Result<StepFiles> step_files(int step_fd, const std::string& step_path, int ranks, uid_t uid,
                              uint64_t max_bytes, uint64_t* entry_budget) {
   DIR* d = ::fdopendir(::dup(step_fd));
   if (!d) return Error{step_path, std::strerror(errno)};
@@ -51,6 +70,7 @@ Result<StepFiles> step_files(int step_fd, const std::string& step_path, int rank
   files.rank_present.assign(static_cast<size_t>(ranks), false);
   uint64_t& bytes = files.bytes;
   std::string problem;
+  std::optional<Error> node_error;
   while (const dirent* e = ::readdir(d)) {
     if (*entry_budget == 0) {
       problem = "too many files in the job's trace directories";
@@ -58,7 +78,8 @@ Result<StepFiles> step_files(int step_fd, const std::string& step_path, int rank
     }
     --*entry_budget;
     const std::string_view name = e->d_name;
-    if (!name.starts_with("rank.") && !name.starts_with("samples.")) continue;
+    const bool node_file = trace::node_file_number(name) >= 0;
+    if (!name.starts_with("rank.") && !name.starts_with("samples.") && !node_file) continue;
     struct stat st;
     if (::fstatat(step_fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
     bytes += static_cast<uint64_t>(st.st_size);
@@ -67,8 +88,13 @@ Result<StepFiles> step_files(int step_fd, const std::string& step_path, int rank
       break;
     }
     if (const int64_t r = rank_of(name); r >= 0 && r < ranks) files.rank_present[static_cast<size_t>(r)] = true;
+    if (node_file) {
+      node_error = add_node_file_ranks(step_fd, step_path, e->d_name, uid, ranks, files);
+      if (node_error) break;
+    }
   }
   ::closedir(d);
+  if (node_error) return std::move(*node_error);
   if (!problem.empty()) return Error{step_path, problem};
   return files;
 }
@@ -176,7 +202,7 @@ Result<TraceChoice> pick_trace(const std::string& spool_dir, uint32_t job_id, ui
     if (ranks64 <= 0 || ranks64 > 1000000) continue;
     const int ranks = static_cast<int>(ranks64);
     if (ranks <= choice.ranks) continue;
-    auto files = step_files(step.value().get(), step_path, ranks, max_bytes, &entry_budget);
+    auto files = step_files(step.value().get(), step_path, ranks, uid, max_bytes, &entry_budget);
     if (!files) {
       refused = files.error().line();
       if (entry_budget == 0) break;

@@ -110,6 +110,51 @@ class CalibrationProbes(unittest.TestCase):
         self.assertLess(abs(compute / traced["0"][1] - 1), 0.05, (compute, traced["0"][1]))
 
 
+class NodeFiles(unittest.TestCase):
+    """PSKEL_TRACE_FILES=node (the default from 256 ranks): each node's lowest rank writes its
+    ranks' traces and samples into one node file at MPI_Finalize (docs/trace-format.md §12)."""
+
+    def trace(self, tmp, flavour, files, app="stencil", args=("-n", "32", "-i", "300"), extra=None):
+        out = pathlib.Path(tmp) / f"{app}-{flavour}-{files}"
+        counts = pathlib.Path(tmp) / f"counts-{app}-{flavour}-{files}"
+        counts.mkdir()
+        r = run([PSKEL, "run", "-o", out, "--", *launcher(flavour, 4), APPS / f"{app}.{flavour}",
+                 *args, "-c", counts], env=mpi_env({"PSKEL_TRACE_FILES": files, **(extra or {})}))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("pskel: trace:", r.stderr)
+        return out, read_counts(counts)
+
+    def test_a_node_file_holds_what_rank_files_hold(self):
+        for flavour in ("mpich", "openmpi"):
+            with self.subTest(flavour=flavour), tempfile.TemporaryDirectory() as tmp:
+                node, counts = self.trace(tmp, flavour, "node")
+                self.assertEqual(sorted(p.name for p in node.iterdir()), ["meta.json", "node.0.pskn"])
+                rank, _ = self.trace(tmp, flavour, "rank")
+                self.assertEqual(len(list(rank.glob("rank.*.pskt"))), 4)
+                a, b = info_json(node), info_json(rank)
+                self.assertEqual(a["events_per_rank"], [sum(counts[r].values()) for r in range(4)])
+                self.assertEqual(a["events_per_rank"], b["events_per_rank"])
+                self.assertEqual(a["functions"], b["functions"])
+                # The samples came too: the footprint and probes the skeleton uses.
+                self.assertEqual(a["hosts"], b["hosts"])
+                sim = run([PSKEL, "simulate", "--json", node])
+                self.assertEqual(sim.returncode, 0, sim.stderr)
+                meta = json.loads((node / "meta.json").read_text())
+                self.assertTrue(meta["complete"])
+
+    def test_a_trace_past_the_memory_cap_goes_to_its_rank_file(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            # ~28,000 records (2.2 MB) a rank against a cap of 1 MB.
+            out, counts = self.trace(tmp, "mpich", "node", args=("-n", "32", "-i", "2000"),
+                                     extra={"PSKEL_TRACE_MEMORY_MB": "1"})
+            names = sorted(p.name for p in out.iterdir())
+            self.assertEqual(names, ["meta.json", "node.0.pskn"] +
+                             [f"rank.{r}.pskt" for r in range(4)])
+            info = info_json(out)
+            self.assertEqual(info["events_per_rank"], [sum(counts[r].values()) for r in range(4)])
+            self.assertEqual(info["functions"], summed(counts))
+
+
 class BadTraceDirectories(unittest.TestCase):
     def run_with_trace_dir(self, flavour, trace_dir, app_args=(), extra_env=None):
         env = mpi_env({"LD_PRELOAD": str(tracer(flavour)), "PSKEL_TRACE_DIR": str(trace_dir),
@@ -133,8 +178,8 @@ class BadTraceDirectories(unittest.TestCase):
     def test_full_trace_directory_leaves_the_program_running_with_one_warning(self):
         if os.geteuid() != 0:
             self.skipTest("mounting a small tmpfs needs root")
-        for flavour in ("mpich", "openmpi"):
-            with self.subTest(flavour=flavour), tempfile.TemporaryDirectory() as tmp:
+        for flavour, files in (("mpich", "rank"), ("openmpi", "rank"), ("mpich", "node")):
+            with self.subTest(flavour=flavour, files=files), tempfile.TemporaryDirectory() as tmp:
                 mount = pathlib.Path(tmp) / "small"
                 mount.mkdir()
                 m = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=12k", "tmpfs", mount],
@@ -144,7 +189,8 @@ class BadTraceDirectories(unittest.TestCase):
                 try:
                     plain = run(launcher(flavour, 2) + [ring(flavour), "-i", "200"])
                     r = self.run_with_trace_dir(flavour, mount / "trace", ["-i", "200"],
-                                                {"PSKEL_TRACE_BUFFER_BYTES": "2048"})
+                                                {"PSKEL_TRACE_BUFFER_BYTES": "2048",
+                                                 "PSKEL_TRACE_FILES": files})
                     self.assertEqual(r.returncode, 0, r.stderr)
                     self.assertEqual(r.stdout, plain.stdout)
                     warnings = [l for l in r.stderr.splitlines() if l.startswith("pskel:")]

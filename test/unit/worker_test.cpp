@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "scratch_dir.h"
+#include "trace/node_file.h"
 #include "util/safe_dir.h"
 #include "worker/slurm_text.h"
 #include "worker/ticket.h"
@@ -366,4 +367,44 @@ TEST_CASE("MissingRanksAreNamedWithTheirHosts") {
   auto none = pick_trace(spool, 13, ::geteuid(), 1 << 20);
   REQUIRE_FALSE(none.ok());
   CHECK(none.error().line().find("shared") != std::string::npos);
+}
+
+namespace {
+
+// A node file holding a trace section (content "xxxx") for each of `ranks`.
+void fake_node_file(const std::string& path, const std::vector<int>& ranks) {
+  std::ofstream out(path, std::ios::binary);
+  const trace::NodeFileHeader header = trace::make_node_file_header();
+  out.write(reinterpret_cast<const char*>(&header), sizeof header);
+  for (const int r : ranks) {
+    const trace::SectionHeader section = trace::make_section_header(trace::SectionKind::trace, r, 4);
+    out.write(reinterpret_cast<const char*>(&section), sizeof section);
+    out << "xxxx";
+  }
+}
+
+}  // namespace
+
+TEST_CASE("RanksInNodeFilesArePresentAndAMissingNodeIsNamed") {
+  const std::string spool = scratch("spool-node-files");
+  ::mkdir(spool.c_str(), 0755);
+  ::mkdir((spool + "/job.14").c_str(), 0700);
+  const std::string step = spool + "/job.14/step.0";
+  fake_trace(step, 4, true, {"node1", "node1", "node2", "node2"}, 0);
+  fake_node_file(step + "/node.0.pskn", {0, 1});
+  auto half = pick_trace(spool, 14, ::geteuid(), 1 << 20);
+  REQUIRE_FALSE(half.ok());
+  CHECK(half.error().line().find("ranks 2-3 on node2") != std::string::npos);
+
+  fake_node_file(step + "/node.2.pskn", {2, 3});
+  auto t = pick_trace(spool, 14, ::geteuid(), 1 << 20);
+  REQUIRE_MESSAGE(t.ok(), t.error().line());
+  CHECK(t.value().ranks == 4);
+  CHECK(t.value().bytes == 2 * (sizeof(trace::NodeFileHeader) + 2 * (sizeof(trace::SectionHeader) + 4)));
+
+  write(step + "/node.2.pskn", "this is not a node file at all");
+  auto forged = pick_trace(spool, 14, ::geteuid(), 1 << 20);
+  REQUIRE_FALSE(forged.ok());
+  INFO(forged.error().line());
+  CHECK(forged.error().line().find(step + "/node.2.pskn: not a pskel node file") != std::string::npos);
 }

@@ -237,6 +237,7 @@ class VirtualCluster(unittest.TestCase):
         self.assertNotIn("pskel: time limit", one.stderr)
         if one.returncode == 0:
             self.slurm("scancel", one.stdout.strip())
+        return job
 
     def test_guard_extends_a_job_running_past_its_pskel_limit(self):
         """A prediction of 45 s gives a 2-minute limit; the job runs 150 s (3.3 times the
@@ -270,8 +271,14 @@ class VirtualCluster(unittest.TestCase):
         self.assertEqual((rows[0]["limited"], rows[0]["extended"], rows[0]["killed"]), (1, 1, 0), report)
         self.assertTrue(report["guard"]["running"], report)
 
-    def test_pipeline_once_per_job_srun(self):
-        self.check_pipeline_once("ring-srun", f"srun --mpi=pmi2 {self.ring} -i 600")
+    def test_pipeline_once_per_job_srun_with_node_files(self):
+        """Node files (docs/trace-format.md §12), as a job of 256 ranks or more writes them: one
+        per node, by the node's lowest rank, and the pipeline reads the ranks from both."""
+        job = self.check_pipeline_once("ring-srun", "export PSKEL_TRACE_FILES=node\n"
+                                       f"srun --mpi=pmi2 {self.ring} -i 600")
+        step = self.dir / "shared" / "pskel-spool" / f"job.{job}" / "step.0"
+        self.assertEqual(sorted(p.name for p in step.iterdir() if p.name != "meta.json"),
+                         ["node.0.pskn", "node.2.pskn"])
 
     def test_pipeline_once_per_job_fortran_mpiexec(self):
         self.check_pipeline_once("ring-f-mpiexec", f"mpiexec.mpich -n 4 {self.ring_f} -i 600")

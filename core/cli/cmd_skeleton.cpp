@@ -53,12 +53,12 @@ Result<trace::TraceSet> read_complete_trace(const std::string& dir) {
   lenient.allow_truncated = true;
   auto partial = trace::read_trace_dir(dir, lenient);
   if (!partial) return read.error();
-  for (size_t r = 0; r < partial.value().ranks.size(); ++r)
-    if (!partial.value().ranks[r].complete)
-      return Error{dir, fmt::format("the traced job did not finish (rank.{}.pskt has no end block: "
+  for (const trace::RankTrace& rank : partial.value().ranks)
+    if (!rank.complete)
+      return Error{dir, fmt::format("the traced job did not finish ({} has no end block: "
                                     "killed, or it never reached MPI_Finalize); a skeleton needs a "
                                     "complete trace",
-                                    r)};
+                                    rank.source)};
   return read.error();
 }
 

@@ -44,7 +44,8 @@ Result<TraceWorkload> workload_from_trace(const trace::TraceSet& trace) {
   std::map<std::pair<Rank, Rank>, double> pair_bytes;
   for (int32_t rank = 0; rank < ranks; ++rank) {
     const trace::RankTrace& rt = trace.ranks[rank];
-    const std::string file = fmt::format("{}/rank.{}.pskt", trace.dir, rank);
+    const std::string file =
+        rt.source.empty() ? fmt::format("{}/rank.{}.pskt", trace.dir, rank) : rt.source;
     out.workload.compute_seconds.push_back(compute_seconds(rt));
 
     // Persistent sends: the message is described once, at Send_init, and sent at each start.

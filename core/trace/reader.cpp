@@ -310,6 +310,7 @@ std::optional<Error> read_rank(const std::string& dir, int r, int n, const std::
     rank.value().footprint_bytes = footprint_bytes(samples.value()->samples);
   }
   out = std::move(rank).value();
+  out.source = std::move(path);
   return std::nullopt;
 }
 

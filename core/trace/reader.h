@@ -20,6 +20,9 @@
 namespace pskel::trace {
 
 struct RankTrace {
+  // Where read_trace_dir read it ("DIR/rank.3.pskt", "DIR/node.0.pskn (rank 3's trace)"), for
+  // errors; empty for a trace built in memory.
+  std::string source;
   FileHeader header{};
   std::vector<Record> records;          // every one of a function find_function() knows
   std::vector<int64_t> aux;             // the aux words of all records, in order

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "env_number.h"
 #include "trace/node_file.h"
 
 namespace pskel::tracer {
@@ -33,13 +34,7 @@ bool node_files_wanted(int world_size) {
 }
 
 size_t node_memory_cap_from_env() {
-  const char* text = std::getenv("PSKEL_TRACE_MEMORY_MB");
-  long mb = kDefaultNodeMemoryMb;
-  if (text != nullptr && *text != '\0') {
-    char* end = nullptr;
-    const long value = std::strtol(text, &end, 10);
-    if (*end == '\0' && value >= 1) mb = value < kMaxNodeMemoryMb ? value : kMaxNodeMemoryMb;
-  }
+  const long mb = number_from_env("PSKEL_TRACE_MEMORY_MB", kDefaultNodeMemoryMb, 1, kMaxNodeMemoryMb);
   return static_cast<size_t>(mb) << 20;
 }
 

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <limits>
 
+#include "env_number.h"
 #include "proc_stats.h"
 #include "stream.h"
 #include "trace/samples_format.h"
@@ -54,12 +55,8 @@ int64_t clock_ns(clockid_t clock) {
 }  // namespace
 
 int sample_interval_ms_from_env() {
-  const char* text = std::getenv(trace::kSampleEnv);
-  if (text == nullptr || *text == '\0') return trace::kDefaultSampleMs;
-  char* end = nullptr;
-  const long value = std::strtol(text, &end, 10);
-  if (*end != '\0' || value < 0) return trace::kDefaultSampleMs;
-  return value > kMaxIntervalMs ? kMaxIntervalMs : static_cast<int>(value);
+  return static_cast<int>(
+      number_from_env(trace::kSampleEnv, trace::kDefaultSampleMs, 0, kMaxIntervalMs));
 }
 
 bool Sampler::start(const char* path, int rank, const char* run_id, int interval_ms,

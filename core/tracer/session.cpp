@@ -23,6 +23,7 @@
 
 #include "aux_words.h"
 #include "call.h"
+#include "env_number.h"
 #include "finalize_pause.h"
 #include "session.h"
 #include "meta_writer.h"
@@ -57,13 +58,8 @@ constexpr long kDefaultStreamProbeMb = 64;
 constexpr long kMaxStreamProbeMb = 4096;
 
 size_t stream_probe_bytes_from_env() {
-  const char* text = std::getenv("PSKEL_STREAM_PROBE_MB");
-  long mb = kDefaultStreamProbeMb;
-  if (text != nullptr && *text != '\0') {
-    char* end = nullptr;
-    const long value = std::strtol(text, &end, 10);
-    if (*end == '\0' && value >= 0) mb = value < kMaxStreamProbeMb ? value : kMaxStreamProbeMb;
-  }
+  const long mb =
+      number_from_env("PSKEL_STREAM_PROBE_MB", kDefaultStreamProbeMb, 0, kMaxStreamProbeMb);
   return static_cast<size_t>(mb) << 20;
 }
 

@@ -8,8 +8,8 @@
 
 #include <doctest/doctest.h>
 
-#include "meta_writer.h"
 #include "test_support.h"
+#include "trace_dir_support.h"
 #include "trace/node_file.h"
 #include "trace/reader.h"
 #include "trace_writer.h"
@@ -70,22 +70,10 @@ struct NodeFileBuilder {
   }
 };
 
-pskel::tracer::MetaInfo meta_for(const std::string& dir, int ranks) {
-  pskel::tracer::MetaInfo m;
-  m.dir = dir;
-  m.run_id = kRunId;
-  m.flavour = static_cast<uint32_t>(tr::Flavour::mpich);
-  m.ranks = ranks;
-  m.hosts.assign(static_cast<size_t>(ranks) * 64, '\0');
-  m.work_ns_per_unit.assign(static_cast<size_t>(ranks), 1.5);
-  m.complete = true;
-  return m;
-}
-
 // Four ranks on two nodes: node.0 holds ranks 0 and 1 (traces and samples), node.2 ranks 2
 // and 3 (rank 3's trace outgrew the memory and is its own file).
 void write_two_node_trace(const TempDir& dir) {
-  REQUIRE(pskel::tracer::write_meta(meta_for(dir.path(), 4)));
+  REQUIRE(pskel::tracer::write_meta(meta_for(dir.path(), 4, kRunId)));
   NodeFileBuilder first, second;
   for (int r : {0, 1}) {
     first.trace(r, held_trace(r, 4, 40 + r));
@@ -167,7 +155,7 @@ TEST_CASE("node files and rank files of one trace are read together, samples inc
 TEST_CASE("a node file's sections read as the rank files they stand for") {
   TempDir packed, plain;
   write_two_node_trace(packed);
-  REQUIRE(pskel::tracer::write_meta(meta_for(plain.path(), 4)));
+  REQUIRE(pskel::tracer::write_meta(meta_for(plain.path(), 4, kRunId)));
   for (int r = 0; r < 4; ++r) {
     const std::vector<unsigned char> image = held_trace(r, 4, 40 + r);
     write_bytes(plain.file("rank." + std::to_string(r) + ".pskt"), image.data(), image.size());

@@ -12,6 +12,7 @@
 
 #include "meta_writer.h"
 #include "test_support.h"
+#include "trace_dir_support.h"
 #include "trace/reader.h"
 
 using namespace pskel::test;
@@ -22,23 +23,8 @@ namespace {
 
 const char kRunId[] = "20240101T000000-abcdef";
 
-MetaInfo meta_for(const std::string& dir, int ranks, const std::string& run_id = kRunId) {
-  MetaInfo m;
-  m.dir = dir;
-  m.run_id = run_id;
-  m.flavour = static_cast<uint32_t>(tr::Flavour::mpich);
-  m.ranks = ranks;
-  m.hosts.assign(static_cast<size_t>(ranks) * 64, '\0');
-  for (int r = 0; r < ranks; ++r) {
-    const std::string host = "host" + std::to_string(r);
-    m.hosts.replace(static_cast<size_t>(r) * 64, host.size(), host);
-  }
-  m.work_ns_per_unit.assign(static_cast<size_t>(ranks), 1.5);
-  m.start_realtime_ns = 1'700'000'000'000'000'000;
-  m.end_realtime_ns = 1'700'000'004'000'000'000;
-  m.init_entry_ns = 12345;
-  m.complete = true;
-  return m;
+MetaInfo meta_for(const std::string& dir, int ranks) {
+  return pskel::test::meta_for(dir, ranks, kRunId);
 }
 
 Entry event(tr::FunctionId f, int64_t i, int64_t bytes, uint16_t aux = 0) {

@@ -147,6 +147,9 @@ int stepd_task_init(spank_t sp) {
   if (spank_setenv(sp, "PSKEL_TRACE_DIR", dir.c_str(), 1) != ESPANK_SUCCESS ||
       spank_setenv(sp, "LD_PRELOAD", with_tracer(preload, tracer).c_str(), 1) != ESPANK_SUCCESS)
     log_error("task_init: spank_setenv failed: job runs untraced");
+  // The site's choice, unless the job made its own (overwrite 0: a set variable is kept).
+  if (g_conf->trace_files != "auto")
+    spank_setenv(sp, "PSKEL_TRACE_FILES", g_conf->trace_files.c_str(), 0);
   return ESPANK_SUCCESS;
 }
 

@@ -102,6 +102,13 @@ const std::map<std::string, Setter>& setters() {
          c.mpi = m;
          return "";
        }},
+      {"tracefiles",
+       [](Config& c, const std::string& v) -> std::string {
+         const std::string f = lower(v);
+         if (f != "auto" && f != "node" && f != "rank") return "must be auto, node or rank";
+         c.trace_files = f;
+         return "";
+       }},
       {"pskel", path_setter(&Config::pskel)},
       {"sbatch", path_setter(&Config::sbatch)},
       {"scontrol", path_setter(&Config::scontrol)},

@@ -41,6 +41,7 @@ struct Config {
   std::string tracer_mpich;      // TracerMpich: libpskel-trace-mpich.so
   std::string tracer_openmpi;    // TracerOpenmpi: libpskel-trace-openmpi.so
   std::string mpi = "auto";      // Mpi: auto | mpich | openmpi (which tracer to preload)
+  std::string trace_files = "auto";  // TraceFiles: auto | node | rank (traced jobs' trace files)
   std::string pskel;             // Pskel: the pskel program the worker runs (epilog has no PATH)
   std::string sbatch = "/usr/bin/sbatch";      // Sbatch
   std::string scontrol = "/usr/bin/scontrol";  // Scontrol

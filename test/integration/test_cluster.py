@@ -271,17 +271,25 @@ class VirtualCluster(unittest.TestCase):
         self.assertEqual((rows[0]["limited"], rows[0]["extended"], rows[0]["killed"]), (1, 1, 0), report)
         self.assertTrue(report["guard"]["running"], report)
 
+    def trace_files(self, job, step):
+        path = self.dir / "shared" / "pskel-spool" / f"job.{job}" / step
+        return sorted(p.name for p in path.iterdir() if p.name != "meta.json")
+
     def test_pipeline_once_per_job_srun_with_node_files(self):
-        """Node files (docs/trace-format.md §12), as a job of 256 ranks or more writes them: one
-        per node, by the node's lowest rank, and the pipeline reads the ranks from both."""
-        job = self.check_pipeline_once("ring-srun", "export PSKEL_TRACE_FILES=node\n"
-                                       f"srun --mpi=pmi2 {self.ring} -i 600")
-        step = self.dir / "shared" / "pskel-spool" / f"job.{job}" / "step.0"
-        self.assertEqual(sorted(p.name for p in step.iterdir() if p.name != "meta.json"),
-                         ["node.0.pskn", "node.2.pskn"])
+        """The cluster's pskel.conf says TraceFiles=node (docs/trace-format.md §12): a file per
+        node, written by its lowest rank, and the pipeline reads the ranks from both."""
+        job = self.check_pipeline_once("ring-srun", f"srun --mpi=pmi2 {self.ring} -i 600")
+        self.assertEqual(self.trace_files(job, "step.0"), ["node.0.pskn", "node.2.pskn"])
 
     def test_pipeline_once_per_job_fortran_mpiexec(self):
-        self.check_pipeline_once("ring-f-mpiexec", f"mpiexec.mpich -n 4 {self.ring_f} -i 600")
+        """The job's own PSKEL_TRACE_FILES wins over the site's TraceFiles."""
+        job = self.check_pipeline_once("ring-f-mpiexec", "export PSKEL_TRACE_FILES=rank\n"
+                                       f"mpiexec.mpich -n 4 {self.ring_f} -i 600")
+        steps = [p.name for p in (self.dir / "shared" / "pskel-spool" / f"job.{job}").iterdir()
+                 if (p / "meta.json").exists()]
+        self.assertEqual(len(steps), 1, steps)
+        self.assertEqual(self.trace_files(job, steps[0]),
+                         sorted([f"rank.{r}.pskt" for r in range(4)] + [f"samples.{r}" for r in range(4)]))
 
     def test_pipeline_once_per_job_openmpi_mpiexec(self):
         """Open MPI's mpiexec starts its daemons on the other node with srun: their ranks are

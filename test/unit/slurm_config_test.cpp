@@ -52,6 +52,15 @@ TEST_CASE("WorkerThreadsBoundTheThreadsOfTheWorkersSteps") {
   ::unsetenv("PSKEL_THREADS");
 }
 
+TEST_CASE("TraceFilesChoosesTheTracedJobsFiles") {
+  CHECK(config::parse_config("", "f").value().trace_files == "auto");
+  CHECK(config::parse_config("TraceFiles=Node\n", "f").value().trace_files == "node");
+  CHECK(config::parse_config("tracefiles=rank\n", "f").value().trace_files == "rank");
+  auto bad = config::parse_config("TraceFiles=nodes\n", "pskel.conf");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().line() == "pskel.conf:1: TraceFiles=nodes: must be auto, node or rank");
+}
+
 TEST_CASE("ExplicitDatabaseIsNotOverriddenByStateDir") {
   auto c = config::parse_config("Database=/db/x.db\nStateDir=/s\n", "f");
   REQUIRE(c.ok());

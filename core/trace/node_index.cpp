@@ -53,6 +53,8 @@ std::optional<Error> add_node_file(int fd, uint64_t size, const std::string& pat
     return Error{path, "corrupt: the header's size does not match the format"};
   uint64_t at = sizeof header;
   while (at < size) {
+    if (++index.sections > 2 * static_cast<uint64_t>(ranks) + kMaxExtraSections)
+      return Error{path, fmt::format("corrupt: more sections than a trace of {} ranks holds", ranks)};
     SectionHeader section;
     if (size - at < sizeof section)
       return Error{path, fmt::format("truncated: section header cut short at byte {}", at)};

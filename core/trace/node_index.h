@@ -15,6 +15,8 @@
 
 namespace pskel::trace {
 
+inline constexpr uint64_t kMaxExtraSections = 1024;
+
 struct SectionPlace {
   std::string path;     // of the node file
   uint64_t offset = 0;  // of the section's content in it
@@ -25,6 +27,7 @@ struct NodeIndex {
   // Index = world rank; empty when the directory has no node files.
   std::vector<std::optional<SectionPlace>> traces;
   std::vector<std::optional<SectionPlace>> samples;
+  uint64_t sections = 0;  // read so far, of every kind
 
   const SectionPlace* trace_of(int rank) const { return find(traces, rank); }
   const SectionPlace* samples_of(int rank) const { return find(samples, rank); }
@@ -40,7 +43,9 @@ struct NodeIndex {
 int64_t node_file_number(std::string_view name);
 
 // Adds the sections of one node file, open as `fd` with `size` bytes, to `index` (made room for
-// `ranks` ranks). The errors of index_node_files, naming `path`.
+// `ranks` ranks). The errors of index_node_files, naming `path`; also more sections than a
+// trace of `ranks` ranks holds (kMaxExtraSections of unknown kinds allowed), so that a hostile
+// file of empty sections costs a bounded number of reads.
 std::optional<Error> add_node_file(int fd, uint64_t size, const std::string& path, int ranks,
                                    NodeIndex& index);
 

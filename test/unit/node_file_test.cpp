@@ -11,6 +11,7 @@
 #include "test_support.h"
 #include "trace_dir_support.h"
 #include "trace/node_file.h"
+#include "trace/node_index.h"
 #include "trace/reader.h"
 #include "trace_writer.h"
 
@@ -239,6 +240,13 @@ TEST_CASE("hostile node files are refused with the file named") {
     b.samples(3);
     rewrite(b.bytes);
     check_refused(dir, dir.file("rank.2.pskt"), "no node file holds it");
+  }
+  SUBCASE("more empty sections of an unknown kind than a trace holds") {
+    NodeFileBuilder b;
+    for (int i = 0; i < 2 * 4 + static_cast<int>(tr::kMaxExtraSections) + 1; ++i)
+      b.section(static_cast<tr::SectionKind>(9), 2, "", 0);
+    rewrite(b.bytes);
+    check_refused(dir, node2, "more sections than a trace of 4 ranks holds");
   }
   SUBCASE("a section of a kind this reader does not know is skipped") {
     std::vector<unsigned char> bytes = good;

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -43,6 +44,21 @@ Setter text_setter(std::string Config::*field) {
     if (v.empty()) return "must not be empty";
     c.*field = v;
     return "";
+  };
+}
+
+// One of `words` (any case), kept in lower case.
+Setter choice_setter(std::string Config::*field, std::vector<std::string> words) {
+  return [field, words](Config& c, const std::string& v) -> std::string {
+    const std::string word = lower(v);
+    if (std::find(words.begin(), words.end(), word) != words.end()) {
+      c.*field = word;
+      return "";
+    }
+    std::string why = "must be ";
+    for (size_t i = 0; i < words.size(); ++i)
+      why += (i == 0 ? "" : i + 1 == words.size() ? " or " : ", ") + words[i];
+    return why;
   };
 }
 
@@ -95,20 +111,8 @@ const std::map<std::string, Setter>& setters() {
       {"workerthreads", number_setter(&Config::worker_threads, 1, 1024)},
       {"tracermpich", path_setter(&Config::tracer_mpich)},
       {"traceropenmpi", path_setter(&Config::tracer_openmpi)},
-      {"mpi",
-       [](Config& c, const std::string& v) -> std::string {
-         const std::string m = lower(v);
-         if (m != "auto" && m != "mpich" && m != "openmpi") return "must be auto, mpich or openmpi";
-         c.mpi = m;
-         return "";
-       }},
-      {"tracefiles",
-       [](Config& c, const std::string& v) -> std::string {
-         const std::string f = lower(v);
-         if (f != "auto" && f != "node" && f != "rank") return "must be auto, node or rank";
-         c.trace_files = f;
-         return "";
-       }},
+      {"mpi", choice_setter(&Config::mpi, {"auto", "mpich", "openmpi"})},
+      {"tracefiles", choice_setter(&Config::trace_files, {"auto", "node", "rank"})},
       {"pskel", path_setter(&Config::pskel)},
       {"sbatch", path_setter(&Config::sbatch)},
       {"scontrol", path_setter(&Config::scontrol)},

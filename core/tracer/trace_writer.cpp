@@ -1,10 +1,5 @@
 #include "trace_writer.h"
 
-#include <fcntl.h>
-#include <sys/uio.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstring>
 #include <iterator>
 

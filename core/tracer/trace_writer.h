@@ -86,7 +86,8 @@ class TraceWriter {
   bool is_open() const { return out_.is_open(); }
   bool failed() const { return out_.failed(); }
   const std::string& error() const { return out_.error(); }
-  // The file's bytes when it was held in memory; they stay until the output's release_memory().
+  // Where the file goes; when it was held in memory, its bytes stay there until the output's
+  // spill() or forget().
   SpillFile& output() { return out_; }
   uint64_t records() const { return records_; }
   uint64_t dropped() const { return dropped_; }

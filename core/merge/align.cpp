@@ -467,7 +467,7 @@ class Aligner {
     const uint32_t index = v.order[at];
     const uint64_t channel = pull_channel(v, at, out_.world_size);
     completes_.clear();
-    if (role_of(v.record(index).function) == Role::completion)
+    if (role_of(static_cast<uint16_t>(v.shape[at] >> 16)) == Role::completion)  // not the record: a miss
       for_each_request(v, index, [&](int64_t id) { completes_.push_back(id); });
     if (!candidates_[ci].round_known) holder_round(ci);
     for (size_t p = here; p < at; ++p) {

@@ -4,9 +4,11 @@
 // count, and a member's per-position arrays are freed as soon as it is grouped.
 #include <algorithm>
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 #include "merge/internal.h"
+#include "util/parallel.h"
 
 namespace pskel::merge::detail {
 
@@ -67,22 +69,51 @@ constexpr size_t kMostLeadersCompared = 8;
 
 }  // namespace
 
-void AlikeRanks::add(std::vector<RankView>& views, int32_t r) {
-  RankView& v = views[static_cast<size_t>(r)];
-  std::vector<int32_t>& leaders = leaders_by_hash_[alike_hash(v)];
-  for (size_t i = 0; i < leaders.size() && i < kMostLeadersCompared; ++i) {
-    RankView& lead = views[static_cast<size_t>(leaders[i])];
-    if (!behave_alike(lead, v, world_size_)) continue;
-    v.group = lead.rank;
-    lead.members.push_back(r);
+void AlikeRanks::add(std::vector<RankView>& views, size_t first, size_t count) {
+  // The first rank of a hash leads its first group, so each rank's compare with that rank
+  // (none for the rank itself) can be made before any rank of the window is placed.
+  std::vector<uint64_t> hash(count);
+  util::parallel_for(count, [&](size_t k) { hash[k] = alike_hash(views[first + k]); });
+  std::vector<int32_t> first_leader(count, -1);
+  std::unordered_map<uint64_t, int32_t> first_in_window;
+  for (size_t k = 0; k < count; ++k) {
+    const auto known = leaders_by_hash_.find(hash[k]);
+    if (known != leaders_by_hash_.end()) {
+      first_leader[k] = known->second.front();
+      continue;
+    }
+    const auto [it, fresh] = first_in_window.try_emplace(hash[k], static_cast<int32_t>(first + k));
+    if (!fresh) first_leader[k] = it->second;
+  }
+  std::vector<char> alike_first(count, 0);
+  util::parallel_for(count, [&](size_t k) {
+    if (first_leader[k] >= 0)
+      alike_first[k] = behave_alike(views[static_cast<size_t>(first_leader[k])],
+                                    views[first + k], world_size_);
+  });
+
+  for (size_t k = 0; k < count; ++k) {
+    RankView& v = views[first + k];
+    std::vector<int32_t>& leaders = leaders_by_hash_[hash[k]];
+    int32_t group = -1;
+    for (size_t i = 0; i < leaders.size() && i < kMostLeadersCompared && group < 0; ++i) {
+      RankView& lead = views[static_cast<size_t>(leaders[i])];
+      const bool alike = leaders[i] == first_leader[k] ? alike_first[k] != 0
+                                                      : behave_alike(lead, v, world_size_);
+      if (alike) group = lead.rank;
+    }
+    if (group < 0) {
+      leaders.push_back(v.rank);
+      v.group = v.rank;
+      v.members = {v.rank};
+      continue;
+    }
+    v.group = group;
+    views[static_cast<size_t>(group)].members.push_back(v.rank);
     release(v.shape);
     release(v.peers);
     release(v.round);
-    return;
   }
-  leaders.push_back(r);
-  v.group = r;
-  v.members = {r};
 }
 
 }  // namespace pskel::merge::detail

@@ -128,11 +128,13 @@ uint64_t pull_channel(const RankView& v, size_t p, int32_t world_size);
 class AlikeRanks {
  public:
   explicit AlikeRanks(int32_t world_size) : world_size_(world_size) {}
-  // Makes views[r] (normalised, shape and peers filled, views[0..r) added) a member of the
-  // group of the first of its hash's first 8 groups that behaves alike, releasing its arrays,
-  // or a new group.
-  // O(calls of r) times the groups of its hash it is compared with (at most 8).
-  void add(std::vector<RankView>& views, int32_t r);
+  // Adds views[first, first + count) (normalised, shape and peers filled, views[0, first)
+  // added), in rank order: each becomes a member of the group of the first of its hash's first
+  // 8 leaders that behaves alike, its arrays released, or leads a new group. The rank-by-rank
+  // result; the hashes and each rank's compare with its hash's first leader (where nearly
+  // every rank ends) run on every CPU.
+  // O(calls of each rank) times the leaders it is compared with (at most 8).
+  void add(std::vector<RankView>& views, size_t first, size_t count);
 
  private:
   int32_t world_size_;

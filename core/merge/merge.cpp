@@ -88,14 +88,13 @@ MergedTrace merge(const trace::TraceSet& trace, const MergeOptions& options, Mer
             detail::wrapped_peers(v.record(index), v.rank, out.world_size, v.is_reply(index)));
       }
     });
-    for (size_t r = first; r < first + count; ++r) {
-      detail::RankView& v = views[r];
-      local.reordered += reordered[r];
-      if (options.group_alike) {
-        alike.add(views, v.rank);
-      } else {
-        v.group = v.rank;
-        v.members = {v.rank};
+    for (size_t r = first; r < first + count; ++r) local.reordered += reordered[r];
+    if (options.group_alike) {
+      alike.add(views, first, count);
+    } else {
+      for (size_t r = first; r < first + count; ++r) {
+        views[r].group = views[r].rank;
+        views[r].members = {views[r].rank};
       }
     }
   }

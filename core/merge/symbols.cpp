@@ -21,6 +21,7 @@
 
 #include "merge/internal.h"
 #include "trace/functions.h"
+#include "util/parallel.h"
 
 namespace pskel::merge::detail {
 
@@ -59,8 +60,9 @@ void append_part_key(const RankView& v, const Part& part, std::vector<int32_t>& 
 class SymbolTable {
  public:
   // The symbol of `key`; `fresh` is set when the key was new.
-  Symbol intern(std::span<const int32_t> key, bool& fresh) {
-    const uint64_t h = hash(key);
+  Symbol intern(std::span<const int32_t> key, bool& fresh) { return intern(key, hash(key), fresh); }
+  // The same, `h` being hash(key) (the table a key is moved from has it).
+  Symbol intern(std::span<const int32_t> key, uint64_t h, bool& fresh) {
     if (2 * (hashes_.size() + 1) > slots_.size()) rehash();
     size_t i = h & (slots_.size() - 1);
     for (; slots_[i] != 0; i = (i + 1) & (slots_.size() - 1)) {
@@ -79,9 +81,15 @@ class SymbolTable {
     return s;
   }
 
- private:
   // Four independent lanes: a key holds 6 words per participant, and one chain of multiplies
   // over all of them was a sixth of the merge's time (LU, 16 ranks).
+  size_t size() const { return hashes_.size(); }
+  uint64_t hash_of(Symbol s) const { return hashes_[s]; }
+  std::span<const int32_t> stored(Symbol s) const {
+    return {arena_.data() + begin_[s], begin_[s + 1] - begin_[s]};
+  }
+
+ private:
   static uint64_t hash(std::span<const int32_t> key) {
     uint64_t lane[4] = {0x243F6A8885A308D3ULL ^ key.size(), 0x13198A2E03707344ULL,
                         0xA4093822299F31D0ULL, 0x082EFA98EC4E6C89ULL};
@@ -97,9 +105,6 @@ class SymbolTable {
     uint64_t h = lane[0];
     for (size_t k = 1; k < 4; ++k) h = mix(h ^ lane[k], static_cast<int32_t>(k));
     return h;
-  }
-  std::span<const int32_t> stored(Symbol s) const {
-    return {arena_.data() + begin_[s], begin_[s + 1] - begin_[s]};
   }
   void rehash() {
     slots_.assign(slots_.empty() ? 64 : 2 * slots_.size(), 0);
@@ -239,18 +244,43 @@ std::string describe_key(std::span<const int32_t> key, int world_size) {
   return out;
 }
 
+// Events are interned a slice at a time on every CPU, each slice into a table of its own; the
+// slices' tables are then merged in event order, so that symbols are numbered by their first
+// event as if interned one by one. Building the keys (every part's record) is the cost; the
+// tables hold few symbols in loop code.
 void assign_symbols(const std::vector<RankView>& views, MergedTrace& out) {
-  SymbolTable table;
-  std::vector<int32_t> key;
-  for (Event& e : out.events) {
-    const std::span<const Part> parts = out.parts_of(e);
-    const tr::Record& first = views[static_cast<size_t>(parts[0].rank)].record(parts[0].record);
-    key.assign({static_cast<int32_t>(e.function), static_cast<int32_t>(first.comm),
-                static_cast<int32_t>(parts.size())});
-    for (const Part& p : parts) append_part_key(views[static_cast<size_t>(p.rank)], p, key);
+  // Slices do not depend on the CPUs, so that every machine runs the same code.
+  constexpr size_t kLeastEventsPerSlice = 16384, kMostSlices = 64;
+  const size_t events = out.events.size();
+  const size_t slices = std::clamp<size_t>(events / kLeastEventsPerSlice, 1, kMostSlices);
+  const auto slice_begin = [&](size_t s) { return events * s / slices; };
+  std::vector<SymbolTable> tables(slices);
+  util::parallel_for(slices, [&](size_t s) {
+    std::vector<int32_t> key;
     bool fresh = false;
-    e.symbol = table.intern(key, fresh);
-    if (fresh) out.symbol_key.push_back(describe_key(key, out.world_size));
+    for (size_t i = slice_begin(s); i < slice_begin(s + 1); ++i) {
+      Event& e = out.events[i];
+      const std::span<const Part> parts = out.parts_of(e);
+      const tr::Record& first = views[static_cast<size_t>(parts[0].rank)].record(parts[0].record);
+      key.assign({static_cast<int32_t>(e.function), static_cast<int32_t>(first.comm),
+                  static_cast<int32_t>(parts.size())});
+      for (const Part& p : parts) append_part_key(views[static_cast<size_t>(p.rank)], p, key);
+      e.symbol = tables[s].intern(key, fresh);
+    }
+  });
+  SymbolTable all;
+  std::vector<Symbol> global;
+  for (size_t s = 0; s < slices; ++s) {
+    const SymbolTable& table = tables[s];
+    global.resize(table.size());
+    for (Symbol local = 0; local < table.size(); ++local) {
+      bool fresh = false;
+      global[local] = all.intern(table.stored(local), table.hash_of(local), fresh);
+      if (fresh) out.symbol_key.push_back(describe_key(table.stored(local), out.world_size));
+    }
+    for (size_t i = slice_begin(s); i < slice_begin(s + 1); ++i)
+      out.events[i].symbol = global[out.events[i].symbol];
+    tables[s] = SymbolTable();  // its keys, once merged
   }
 }
 

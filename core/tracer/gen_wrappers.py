@@ -121,12 +121,18 @@ def gen_functions(functions):
     out += [f'  {{FunctionId::{f.name}, "{f.name}", FunctionKind::{f.kind}, {flag("dest" in f.roles)}, '
             f'{flag("source" in f.roles and f.kind != "probe")}, '
             f'{flag("newreq" in f.roles or "newpreq" in f.roles)}}},' for f in functions]
+    index = [-1] * (max(f.id for f in functions) + 1)
+    for i, f in enumerate(functions):
+        index[f.id] = i
     out += ["};", "",
-            "// The function with this id, or nullptr for an id the table does not have.",
+            "// Per id, its entry's index in kFunctions, -1 for none: the readers look up every record.",
+            f"inline constexpr int16_t kFunctionIndexById[{len(index)}] = {{"]
+    out += ["  " + " ".join(f"{i}," for i in index[k:k + 16]) for k in range(0, len(index), 16)]
+    out += ["};", "",
+            "// The function with this id, or nullptr for an id the table does not have. O(1).",
             "constexpr const FunctionInfo* find_function(uint16_t id) {",
-            "  for (const FunctionInfo& f : kFunctions)",
-            "    if (static_cast<uint16_t>(f.id) == id) return &f;",
-            "  return nullptr;", "}", "",
+            f"  if (id >= {len(index)} || kFunctionIndexById[id] < 0) return nullptr;",
+            "  return &kFunctions[kFunctionIndexById[id]];", "}", "",
             "}  // namespace pskel::trace", ""]
     return "\n".join(out)
 

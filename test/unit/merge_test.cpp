@@ -182,6 +182,72 @@ TEST_CASE("ranks alike but for their request ids are groups of their own") {
   }
 }
 
+// Grouping runs a window of ranks at a time (64 or more), each rank compared first with its
+// hash's first leader, then with later ones: three request-id offsets (rank % 3) over 150
+// ranks are three groups, whichever window a rank is in, and merge as the ranks one by one do.
+TEST_CASE("ranks of one hash but three behaviours, over several windows: three groups") {
+  const int32_t n = 150;
+  auto ranks = world(n);
+  for (int32_t r = 0; r < n; ++r) {
+    RankBuilder& b = ranks[static_cast<size_t>(r)];
+    b.add(Fn::MPI_Init);
+    for (int it = 0; it < 4; ++it) {
+      const uint32_t in = b.irecv(mod(r - 1, n), it), out = b.isend(mod(r + 1, n), it);
+      b.complete(Fn::MPI_Waitall, {in, out});
+    }
+    b.add(Fn::MPI_Finalize);
+  }
+  tr::TraceSet set = trace_set(ranks);
+  for (int32_t r = 0; r < n; ++r) {
+    tr::RankTrace& t = set.ranks[static_cast<size_t>(r)];
+    const auto shift = static_cast<uint32_t>(1000 * (r % 3));
+    for (size_t i = 0; i < t.records.size(); ++i) {
+      if (t.records[i].request != 0) t.records[i].request += shift;
+      if (t.records[i].function == static_cast<uint16_t>(Fn::MPI_Waitall))
+        for (size_t w = 0; w < t.records[i].aux_words; w += tr::kCompletionWords)
+          t.aux[t.aux_begin[i] + w] += shift;
+    }
+  }
+  mg::MergeStats stats;
+  const mg::MergedTrace m = merged(set, &stats);
+  CHECK(m.events.size() == 14);
+  CHECK(stats.groups == 3);
+}
+
+// Symbols are interned a slice of 16,384 events at a time and the slices' tables merged: a
+// symbol is still numbered by its first event when it first appears in a later slice, and one
+// call shape met in several slices is one symbol.
+TEST_CASE("symbols over several slices of events are numbered by their first event") {
+  auto ranks = world(2);
+  std::vector<Fn> calls{Fn::MPI_Init};
+  for (int i = 0; i < 20000; ++i) calls.push_back(i % 2 ? Fn::MPI_Bcast : Fn::MPI_Allreduce);
+  for (int i = 0; i < 30000; ++i)
+    calls.push_back(i % 3 == 0 ? Fn::MPI_Barrier : i % 3 == 1 ? Fn::MPI_Bcast : Fn::MPI_Reduce);
+  calls.push_back(Fn::MPI_Allreduce);
+  calls.push_back(Fn::MPI_Finalize);
+  for (auto& b : ranks)
+    for (const Fn f : calls) {
+      if (f == Fn::MPI_Init || f == Fn::MPI_Finalize) b.add(f);
+      else if (f == Fn::MPI_Bcast || f == Fn::MPI_Reduce) b.collective(f, 4, 0, tr::Op::sum);
+      else if (f == Fn::MPI_Allreduce) b.collective(f, 1, tr::kNoRank, tr::Op::sum);
+      else b.collective(f);
+    }
+  const tr::TraceSet set = trace_set(ranks);
+  const mg::MergedTrace m = merged(set);
+  REQUIRE(m.events.size() == calls.size());
+  std::vector<mg::Symbol> expected;
+  std::vector<Fn> first_seen;
+  for (const Fn f : calls) {
+    const auto at = std::find(first_seen.begin(), first_seen.end(), f);
+    expected.push_back(static_cast<mg::Symbol>(at - first_seen.begin()));
+    if (at == first_seen.end()) first_seen.push_back(f);
+  }
+  CHECK(m.symbols() == expected);
+  REQUIRE(m.symbol_key.size() == 6);
+  CHECK(m.symbol_key[3].starts_with("MPI_Barrier"));
+  CHECK(m.symbol_key[4].starts_with("MPI_Reduce"));
+}
+
 TEST_CASE("ring: rank 0 sends then receives, the others receive then send: one event each") {
   const int32_t n = 5, iters = 6;
   auto ranks = world(n);

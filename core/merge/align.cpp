@@ -116,9 +116,9 @@ inline constexpr uint32_t kNone = UINT32_MAX;
 class Aligner {
  public:
   Aligner(const std::vector<RankView>& views, int lookahead, MergedTrace& out,
-          MergeStats& stats)
+          MergeStats& stats, SymbolInterner& symbols)
       : views_(views), lookahead_(static_cast<size_t>(lookahead)), out_(out), stats_(stats),
-        ranks_(views.size()), candidate_of_(views.size(), 0) {}
+        symbols_(symbols), ranks_(views.size()), candidate_of_(views.size(), 0) {}
 
   void run() {
     size_t longest = 0, total = 0;
@@ -151,7 +151,11 @@ class Aligner {
         if (chosen.peers_differ) hold_strays(chosen.shape);
         emit(chosen.shape);
       }
+      if (out_.events.size() - handed_ >= kSliceEvents ||
+          out_.parts.size() - handed_parts_ >= kSliceParts)
+        hand_to_symbols();
     }
+    hand_to_symbols();
   }
 
  private:
@@ -254,6 +258,19 @@ class Aligner {
         active_weight_ -= weight(r);
         return true;
       });
+  }
+
+  // Copies the events emitted since the last call, with their parts, to the interner.
+  void hand_to_symbols() {
+    if (handed_ == out_.events.size()) return;
+    const uint32_t first_part = out_.events[handed_].first_part;
+    std::vector<Event> events(out_.events.begin() + static_cast<std::ptrdiff_t>(handed_),
+                              out_.events.end());
+    for (Event& e : events) e.first_part -= first_part;
+    symbols_.add(std::move(events),
+                 std::vector<Part>(out_.parts.begin() + first_part, out_.parts.end()));
+    handed_ = out_.events.size();
+    handed_parts_ = out_.parts.size();
   }
 
   // The parts of every member of leader r's group at position `at` (the same for all).
@@ -511,10 +528,17 @@ class Aligner {
     return a.awaited > b.awaited;  // equal: the earlier candidate (lower rank) stays
   }
 
+  // Events, or parts, handed to the interner at a time: enough that a copy and a hand-over
+  // are cheap beside interning them; few enough that the copies stay small (an event of a
+  // 16,384-rank job can have 16,384 parts).
+  static constexpr size_t kSliceEvents = 16384, kSliceParts = size_t{1} << 20;
+
   const std::vector<RankView>& views_;
   const size_t lookahead_;
   MergedTrace& out_;
   MergeStats& stats_;
+  SymbolInterner& symbols_;
+  size_t handed_ = 0, handed_parts_ = 0;  // events and parts handed to symbols_
   std::vector<Cursor> ranks_;          // per rank
   std::vector<int32_t> active_;        // unfinished groups' leaders, ascending
   size_t active_weight_ = 0;           // ranks they stand for
@@ -534,8 +558,8 @@ class Aligner {
 }  // namespace
 
 void align(const std::vector<RankView>& views, int lookahead, MergedTrace& out,
-           MergeStats& stats) {
-  Aligner(views, lookahead, out, stats).run();
+           MergeStats& stats, SymbolInterner& symbols) {
+  Aligner(views, lookahead, out, stats, symbols).run();
 }
 
 }  // namespace pskel::merge::detail

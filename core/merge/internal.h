@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -141,13 +142,34 @@ class AlikeRanks {
   std::unordered_map<uint64_t, std::vector<int32_t>> leaders_by_hash_;
 };
 
-// Algorithm 2 over all ranks (views normalised, shape filled, grouped: every rank a member of
-// one group, a leader of itself at least): appends events (symbol unset) and parts to `out`.
-void align(const std::vector<RankView>& views, int lookahead, MergedTrace& out,
-           MergeStats& stats);
+// Interns merged events into dense symbols, numbered by their first event (symbols.cpp). The
+// alignment hands it its events a slice at a time, copied with their parts, as it emits them;
+// building the keys (a record per part) then runs on a thread of its own beside the alignment,
+// which is single-threaded, unless this process may use one CPU only.
+class SymbolInterner {
+ public:
+  SymbolInterner(const std::vector<RankView>& views, int world_size);
+  ~SymbolInterner();  // waits for the thread
+  SymbolInterner(const SymbolInterner&) = delete;
+  SymbolInterner& operator=(const SymbolInterner&) = delete;
 
-// Interns every event of `out` into a dense symbol and fills out.symbol_key.
-void assign_symbols(const std::vector<RankView>& views, MergedTrace& out);
+  // The next events of the merge, in order, with their parts (Event::first_part indexes
+  // `parts`). Thread-compatible: one caller.
+  void add(std::vector<Event> events, std::vector<Part> parts);
+  // Sets the symbol of every event added (out.events, in the same order) and out.symbol_key.
+  // Rethrows what the thread threw.
+  void finish(MergedTrace& out);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// Algorithm 2 over all ranks (views normalised, shape filled, grouped: every rank a member of
+// one group, a leader of itself at least): appends events (symbol unset) and parts to `out`,
+// and hands them to `symbols` as it goes.
+void align(const std::vector<RankView>& views, int lookahead, MergedTrace& out,
+           MergeStats& stats, SymbolInterner& symbols);
 
 // The readable description of a symbol key (symbols.cpp documents the key's layout).
 std::string describe_key(std::span<const int32_t> key, int world_size);

@@ -99,8 +99,9 @@ MergedTrace merge(const trace::TraceSet& trace, const MergeOptions& options, Mer
     }
   }
   for (const detail::RankView& v : views) local.groups += v.group == v.rank;
-  detail::align(views, std::max(options.lookahead, 0), out, local);
-  detail::assign_symbols(views, out);
+  detail::SymbolInterner symbols(views, out.world_size);
+  detail::align(views, std::max(options.lookahead, 0), out, local, symbols);
+  symbols.finish(out);
   if (stats) *stats = local;
   return out;
 }

@@ -15,8 +15,14 @@
 // else 0. Counts, bytes, tags, times and request ids stay out: they change between iterations
 // of one statement.
 #include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <exception>
 #include <iterator>
+#include <mutex>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 #include "merge/internal.h"
@@ -60,9 +66,8 @@ void append_part_key(const RankView& v, const Part& part, std::vector<int32_t>& 
 class SymbolTable {
  public:
   // The symbol of `key`; `fresh` is set when the key was new.
-  Symbol intern(std::span<const int32_t> key, bool& fresh) { return intern(key, hash(key), fresh); }
-  // The same, `h` being hash(key) (the table a key is moved from has it).
-  Symbol intern(std::span<const int32_t> key, uint64_t h, bool& fresh) {
+  Symbol intern(std::span<const int32_t> key, bool& fresh) {
+    const uint64_t h = hash(key);
     if (2 * (hashes_.size() + 1) > slots_.size()) rehash();
     size_t i = h & (slots_.size() - 1);
     for (; slots_[i] != 0; i = (i + 1) & (slots_.size() - 1)) {
@@ -81,15 +86,9 @@ class SymbolTable {
     return s;
   }
 
+ private:
   // Four independent lanes: a key holds 6 words per participant, and one chain of multiplies
   // over all of them was a sixth of the merge's time (LU, 16 ranks).
-  size_t size() const { return hashes_.size(); }
-  uint64_t hash_of(Symbol s) const { return hashes_[s]; }
-  std::span<const int32_t> stored(Symbol s) const {
-    return {arena_.data() + begin_[s], begin_[s + 1] - begin_[s]};
-  }
-
- private:
   static uint64_t hash(std::span<const int32_t> key) {
     uint64_t lane[4] = {0x243F6A8885A308D3ULL ^ key.size(), 0x13198A2E03707344ULL,
                         0xA4093822299F31D0ULL, 0x082EFA98EC4E6C89ULL};
@@ -105,6 +104,9 @@ class SymbolTable {
     uint64_t h = lane[0];
     for (size_t k = 1; k < 4; ++k) h = mix(h ^ lane[k], static_cast<int32_t>(k));
     return h;
+  }
+  std::span<const int32_t> stored(Symbol s) const {
+    return {arena_.data() + begin_[s], begin_[s + 1] - begin_[s]};
   }
   void rehash() {
     slots_.assign(slots_.empty() ? 64 : 2 * slots_.size(), 0);
@@ -244,44 +246,102 @@ std::string describe_key(std::span<const int32_t> key, int world_size) {
   return out;
 }
 
-// Events are interned a slice at a time on every CPU, each slice into a table of its own; the
-// slices' tables are then merged in event order, so that symbols are numbered by their first
-// event as if interned one by one. Building the keys (every part's record) is the cost; the
-// tables hold few symbols in loop code.
-void assign_symbols(const std::vector<RankView>& views, MergedTrace& out) {
-  // Slices do not depend on the CPUs, so that every machine runs the same code.
-  constexpr size_t kLeastEventsPerSlice = 16384, kMostSlices = 64;
-  const size_t events = out.events.size();
-  const size_t slices = std::clamp<size_t>(events / kLeastEventsPerSlice, 1, kMostSlices);
-  const auto slice_begin = [&](size_t s) { return events * s / slices; };
-  std::vector<SymbolTable> tables(slices);
-  util::parallel_for(slices, [&](size_t s) {
-    std::vector<int32_t> key;
-    bool fresh = false;
-    for (size_t i = slice_begin(s); i < slice_begin(s + 1); ++i) {
-      Event& e = out.events[i];
-      const std::span<const Part> parts = out.parts_of(e);
+struct SymbolInterner::State {
+  struct Slice {
+    std::vector<Event> events;
+    std::vector<Part> parts;
+  };
+  const std::vector<RankView>& views;
+  int world_size;
+  SymbolTable table;
+  std::vector<int32_t> key;
+  std::vector<Symbol> symbols;           // per event added, in order
+  std::vector<std::string> descriptions; // per symbol
+  // The thread's queue; `thread` not joinable when it runs inline. At most kMostQueued slices
+  // wait, so that an alignment faster than the interning does not copy the whole merge.
+  static constexpr size_t kMostQueued = 4;
+  std::mutex mutex;
+  std::condition_variable wake, room;
+  std::deque<Slice> queue;
+  bool closed = false;
+  std::exception_ptr error;
+  std::thread thread;
+
+  State(const std::vector<RankView>& v, int w) : views(v), world_size(w) {}
+
+  void intern(const Slice& slice) {
+    for (const Event& e : slice.events) {
+      const std::span<const Part> parts{slice.parts.data() + e.first_part, e.part_count};
       const tr::Record& first = views[static_cast<size_t>(parts[0].rank)].record(parts[0].record);
       key.assign({static_cast<int32_t>(e.function), static_cast<int32_t>(first.comm),
                   static_cast<int32_t>(parts.size())});
       for (const Part& p : parts) append_part_key(views[static_cast<size_t>(p.rank)], p, key);
-      e.symbol = tables[s].intern(key, fresh);
-    }
-  });
-  SymbolTable all;
-  std::vector<Symbol> global;
-  for (size_t s = 0; s < slices; ++s) {
-    const SymbolTable& table = tables[s];
-    global.resize(table.size());
-    for (Symbol local = 0; local < table.size(); ++local) {
       bool fresh = false;
-      global[local] = all.intern(table.stored(local), table.hash_of(local), fresh);
-      if (fresh) out.symbol_key.push_back(describe_key(table.stored(local), out.world_size));
+      symbols.push_back(table.intern(key, fresh));
+      if (fresh) descriptions.push_back(describe_key(key, world_size));
     }
-    for (size_t i = slice_begin(s); i < slice_begin(s + 1); ++i)
-      out.events[i].symbol = global[out.events[i].symbol];
-    tables[s] = SymbolTable();  // its keys, once merged
   }
+
+  void run() {
+    for (;;) {
+      Slice slice;
+      {
+        std::unique_lock lock(mutex);
+        wake.wait(lock, [&] { return closed || !queue.empty(); });
+        if (queue.empty()) return;
+        slice = std::move(queue.front());
+        queue.pop_front();
+      }
+      room.notify_one();
+      try {
+        if (!error) intern(slice);
+      } catch (...) {
+        error = std::current_exception();  // read by finish() after the join
+      }
+    }
+  }
+
+  void close() {
+    {
+      std::lock_guard lock(mutex);
+      closed = true;
+    }
+    wake.notify_one();
+    if (thread.joinable()) thread.join();
+  }
+};
+
+SymbolInterner::SymbolInterner(const std::vector<RankView>& views, int world_size)
+    : state_(std::make_unique<State>(views, world_size)) {
+  if (util::usable_cpus() < 2) return;
+  try {
+    state_->thread = std::thread([s = state_.get()] { s->run(); });
+  } catch (const std::system_error&) {  // no thread to be had: interned inline
+  }
+}
+
+SymbolInterner::~SymbolInterner() { state_->close(); }
+
+void SymbolInterner::add(std::vector<Event> events, std::vector<Part> parts) {
+  State::Slice slice{std::move(events), std::move(parts)};
+  if (!state_->thread.joinable()) {
+    state_->intern(slice);
+    return;
+  }
+  {
+    std::unique_lock lock(state_->mutex);
+    state_->room.wait(lock, [&] { return state_->queue.size() < State::kMostQueued; });
+    state_->queue.push_back(std::move(slice));
+  }
+  state_->wake.notify_one();
+}
+
+void SymbolInterner::finish(MergedTrace& out) {
+  state_->close();
+  if (state_->error) std::rethrow_exception(state_->error);
+  for (size_t i = 0; i < out.events.size() && i < state_->symbols.size(); ++i)
+    out.events[i].symbol = state_->symbols[i];
+  out.symbol_key = std::move(state_->descriptions);
 }
 
 }  // namespace pskel::merge::detail

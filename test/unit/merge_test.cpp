@@ -2,6 +2,7 @@
 // ranks, the symbols, gaps and stats, over TraceSets built in memory (trace_builder.h).
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <random>
 #include <string>
@@ -214,7 +215,7 @@ TEST_CASE("ranks of one hash but three behaviours, over several windows: three g
   CHECK(stats.groups == 3);
 }
 
-// Symbols are interned a slice of 16,384 events at a time and the slices' tables merged: a
+// Symbols are interned a slice of 16,384 events at a time, beside the alignment: a
 // symbol is still numbered by its first event when it first appears in a later slice, and one
 // call shape met in several slices is one symbol.
 TEST_CASE("symbols over several slices of events are numbered by their first event") {
@@ -246,6 +247,16 @@ TEST_CASE("symbols over several slices of events are numbered by their first eve
   REQUIRE(m.symbol_key.size() == 6);
   CHECK(m.symbol_key[3].starts_with("MPI_Barrier"));
   CHECK(m.symbol_key[4].starts_with("MPI_Reduce"));
+
+  // With one CPU the slices are interned inline, with the same result.
+  const char* threads = std::getenv("PSKEL_THREADS");
+  const std::string saved = threads ? threads : "";
+  REQUIRE(::setenv("PSKEL_THREADS", "1", 1) == 0);
+  const mg::MergedTrace inline_interned = mg::merge(set);
+  if (threads) ::setenv("PSKEL_THREADS", saved.c_str(), 1);
+  else ::unsetenv("PSKEL_THREADS");
+  CHECK(inline_interned.symbols() == expected);
+  CHECK(inline_interned.symbol_key == m.symbol_key);
 }
 
 TEST_CASE("ring: rank 0 sends then receives, the others receive then send: one event each") {

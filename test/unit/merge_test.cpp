@@ -119,6 +119,34 @@ tr::TraceSet spmd(int32_t n, int iters, F&& body) {
   return trace_set(ranks);
 }
 
+// A ring of n ranks, each making `iters` times Irecv from the left, Isend to the right and a
+// Waitall of both; rank r's request ids shifted by shift_of(r) (a tracer numbers them per rank).
+template <class Shift>
+tr::TraceSet ring_of_requests(int32_t n, int iters, Shift&& shift_of) {
+  auto ranks = world(n);
+  for (int32_t r = 0; r < n; ++r) {
+    RankBuilder& b = ranks[static_cast<size_t>(r)];
+    b.add(Fn::MPI_Init);
+    for (int it = 0; it < iters; ++it) {
+      const uint32_t in = b.irecv(mod(r - 1, n), it), out = b.isend(mod(r + 1, n), it);
+      b.complete(Fn::MPI_Waitall, {in, out});
+    }
+    b.add(Fn::MPI_Finalize);
+  }
+  tr::TraceSet set = trace_set(ranks);
+  for (int32_t r = 0; r < n; ++r) {
+    tr::RankTrace& t = set.ranks[static_cast<size_t>(r)];
+    const auto shift = static_cast<uint32_t>(shift_of(r));
+    for (size_t i = 0; i < t.records.size(); ++i) {
+      if (t.records[i].request != 0) t.records[i].request += shift;
+      if (t.records[i].function == static_cast<uint16_t>(Fn::MPI_Waitall))
+        for (size_t w = 0; w < t.records[i].aux_words; w += tr::kCompletionWords)
+          t.aux[t.aux_begin[i] + w] += shift;
+    }
+  }
+  return set;
+}
+
 }  // namespace
 
 TEST_CASE("identical ranks give one event per record with every rank, periodic symbols") {
@@ -154,28 +182,8 @@ TEST_CASE("ranks alike but for their request ids are groups of their own") {
   for (const bool shifted : {false, true}) {
     CAPTURE(shifted);
     const int32_t n = 20;
-    auto ranks = world(n);
-    for (int32_t r = 0; r < n; ++r) {
-      RankBuilder& b = ranks[static_cast<size_t>(r)];
-      b.add(Fn::MPI_Init);
-      for (int it = 0; it < 6; ++it) {
-        const uint32_t in = b.irecv(mod(r - 1, n), it), out = b.isend(mod(r + 1, n), it);
-        b.complete(Fn::MPI_Waitall, {in, out});
-      }
-      b.add(Fn::MPI_Finalize);
-    }
-    tr::TraceSet set = trace_set(ranks);
-    if (shifted)
-      for (int32_t r = 0; r < n; ++r) {
-        tr::RankTrace& t = set.ranks[static_cast<size_t>(r)];
-        const auto shift = static_cast<uint32_t>(1000 * (r + 1));
-        for (size_t i = 0; i < t.records.size(); ++i) {
-          if (t.records[i].request != 0) t.records[i].request += shift;
-          if (t.records[i].function == static_cast<uint16_t>(Fn::MPI_Waitall))
-            for (size_t w = 0; w < t.records[i].aux_words; w += tr::kCompletionWords)
-              t.aux[t.aux_begin[i] + w] += shift;
-        }
-      }
+    const tr::TraceSet set =
+        ring_of_requests(n, 6, [&](int32_t r) { return shifted ? 1000 * (r + 1) : 0; });
     mg::MergeStats stats;
     const mg::MergedTrace m = merged(set, &stats);
     CHECK(m.events.size() == 20);
@@ -187,28 +195,7 @@ TEST_CASE("ranks alike but for their request ids are groups of their own") {
 // hash's first leader, then with later ones: three request-id offsets (rank % 3) over 150
 // ranks are three groups, whichever window a rank is in, and merge as the ranks one by one do.
 TEST_CASE("ranks of one hash but three behaviours, over several windows: three groups") {
-  const int32_t n = 150;
-  auto ranks = world(n);
-  for (int32_t r = 0; r < n; ++r) {
-    RankBuilder& b = ranks[static_cast<size_t>(r)];
-    b.add(Fn::MPI_Init);
-    for (int it = 0; it < 4; ++it) {
-      const uint32_t in = b.irecv(mod(r - 1, n), it), out = b.isend(mod(r + 1, n), it);
-      b.complete(Fn::MPI_Waitall, {in, out});
-    }
-    b.add(Fn::MPI_Finalize);
-  }
-  tr::TraceSet set = trace_set(ranks);
-  for (int32_t r = 0; r < n; ++r) {
-    tr::RankTrace& t = set.ranks[static_cast<size_t>(r)];
-    const auto shift = static_cast<uint32_t>(1000 * (r % 3));
-    for (size_t i = 0; i < t.records.size(); ++i) {
-      if (t.records[i].request != 0) t.records[i].request += shift;
-      if (t.records[i].function == static_cast<uint16_t>(Fn::MPI_Waitall))
-        for (size_t w = 0; w < t.records[i].aux_words; w += tr::kCompletionWords)
-          t.aux[t.aux_begin[i] + w] += shift;
-    }
-  }
+  const tr::TraceSet set = ring_of_requests(150, 4, [](int32_t r) { return 1000 * (r % 3); });
   mg::MergeStats stats;
   const mg::MergedTrace m = merged(set, &stats);
   CHECK(m.events.size() == 14);

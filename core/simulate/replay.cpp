@@ -2,7 +2,6 @@
 // replay). Times are double ns from t = 0 (the end of the barrier in MPI_Init).
 #include <algorithm>
 #include <cmath>
-#include <deque>
 #include <limits>
 #include <vector>
 
@@ -94,12 +93,16 @@ class Replay {
 
   Prediction run() {
     const auto ranks = static_cast<int32_t>(g_.ops.size());
-    for (int32_t r = 0; r < ranks; ++r) ready_.push_back(r);
+    // Last in, first out: a rank woken by a post goes on while the post's endpoint, message
+    // and the rank's next ops are still in cache. The times do not depend on the order (each
+    // op's end is a function of posts alone); first in, first out visited the whole job
+    // between two steps of a rank: master-worker at 16,384 ranks spent 4x as long here.
+    for (int32_t r = ranks - 1; r >= 0; --r) ready_.push_back(r);
     Prediction p;
     for (;;) {
       while (!ready_.empty()) {
-        const int32_t r = ready_.front();
-        ready_.pop_front();
+        const int32_t r = ready_.back();
+        ready_.pop_back();
         advance(r, false);
       }
       // Everybody unfinished waits for a post that no rank will make (only in a trace that is
@@ -342,7 +345,7 @@ class Replay {
   std::vector<double> clock_;
   std::vector<bool> started_;
   std::vector<double> end_;
-  std::deque<int32_t> ready_;
+  std::vector<int32_t> ready_;
 };
 
 }  // namespace

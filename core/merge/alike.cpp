@@ -113,6 +113,7 @@ void AlikeRanks::add(std::vector<RankView>& views, size_t first, size_t count) {
     release(v.shape);
     release(v.peers);
     release(v.round);
+    release(v.creator);
   }
 }
 

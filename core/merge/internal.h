@@ -62,118 +62,6 @@ inline uint64_t wrapped_peers(const trace::Record& r, int32_t rank, int32_t rank
   return (uint64_t{wrap(to)} << 32) | wrap(source_code(r, rank));
 }
 
-// One rank as the passes see it.
-struct RankView {
-  const trace::RankTrace* trace = nullptr;
-  int32_t rank = 0;
-  std::vector<uint32_t> order;    // indices of the event records, canonical order (Alg. 1)
-  std::vector<uint32_t> shape;    // shape_of(record order[i]), for Algorithm 2's scans
-  std::vector<uint64_t> peers;    // wrapped_peers(record order[i]), for Algorithm 2's pulls
-  std::vector<uint32_t> round;    // per position in order: its round (normalize.cpp), from 1
-  uint32_t rounds = 0;            // rounds numbered so far
-  std::vector<uint32_t> creator;  // request id -> index + 1 of the record that created it
-  std::span<const uint32_t> replies;  // MergedTrace::replies of this rank
-  std::span<const int64_t> gaps;      // per record: its compute gap (MergedTrace::gap_ns)
-  // Ranks that behave alike (AlikeRanks) are aligned as one: `group` is the rank whose view
-  // stands for this one (itself when it leads its group), and a group's leader lists its
-  // members in `members`, itself first, ascending. A member's shape, peers and round are
-  // released: the leader's are the same.
-  int32_t group = 0;
-  std::vector<int32_t> members;
-
-  const trace::Record& record(uint32_t index) const { return trace->records[index]; }
-  // The compute gap before record `index`, 0 where unknown.
-  int64_t gap(uint32_t index) const { return index < gaps.size() ? gaps[index] : 0; }
-  // The aux words of record `index`; empty if the trace has no aux index for it.
-  std::span<const int64_t> aux(uint32_t index) const;
-  // The record that created request `id`, or nullptr if none did (or the id is 0).
-  const trace::Record* creator_of(int64_t id) const;
-  // Whether record `index` is one of the rank's replies. O(log replies).
-  bool is_reply(uint32_t index) const {
-    return !replies.empty() && std::binary_search(replies.begin(), replies.end(), index);
-  }
-};
-
-// Calls f(id) for each request id that the call at record `index` refers to: the one it
-// creates (Isend, Irecv, Send_init, ...), the ones it starts (Start, Startall) or the ones it
-// completes (Wait*, Test*: the first of each group of kCompletionWords aux words).
-template <class F>
-void for_each_request(const RankView& v, uint32_t index, F&& f) {
-  const trace::Record& r = v.record(index);
-  const Role role = role_of(r.function);
-  const std::span<const int64_t> aux = v.aux(index);
-  if (role == Role::start) {
-    for (int64_t id : aux) f(id);
-    if (aux.empty()) f(int64_t{r.request});
-  } else if (role == Role::completion) {
-    for (size_t w = 0; w + trace::kCompletionWords <= aux.size(); w += trace::kCompletionWords)
-      f(aux[w]);
-  } else if (creates_request(r.function)) {
-    f(int64_t{r.request});
-  }
-}
-
-// Algorithm 1 on one rank: fills view.order, round and creator from view.trace and its gaps.
-// Returns how many records end up at another position than in call order.
-uint64_t normalize(RankView& view);
-
-// The channel of rank v's call at position p (normalize.cpp's, but over the per-position
-// arrays: relative, wrapped peers), which Algorithm 2's pulls may not pass; 0 for calls of no
-// channel. Probes count as receives.
-uint64_t pull_channel(const RankView& v, size_t p, int32_t world_size);
-
-// Groups ranks that Algorithm 2 would treat alike: the same normalised calls (shape, wrapped
-// peers, rounds), the same channels and the same request ids at every position. Such ranks
-// are at the same position at every step of the alignment, so aligning their leader aligns
-// them all (a 3-D halo exchange has at most 27 groups, whatever the rank count).
-class AlikeRanks {
- public:
-  explicit AlikeRanks(int32_t world_size) : world_size_(world_size) {}
-  // Adds views[first, first + count) (normalised, shape and peers filled, views[0, first)
-  // added), in rank order: each becomes a member of the group of the first of its hash's first
-  // 8 leaders that behaves alike, its arrays released, or leads a new group. The rank-by-rank
-  // result; the hashes and each rank's compare with its hash's first leader (where nearly
-  // every rank ends) run on every CPU.
-  // O(calls of each rank) times the leaders it is compared with (at most 8).
-  void add(std::vector<RankView>& views, size_t first, size_t count);
-
- private:
-  int32_t world_size_;
-  std::unordered_map<uint64_t, std::vector<int32_t>> leaders_by_hash_;
-};
-
-// Interns merged events into dense symbols, numbered by their first event (symbols.cpp). The
-// alignment hands it its events a slice at a time, copied with their parts, as it emits them;
-// building the keys (a record per part) then runs on a thread of its own beside the alignment,
-// which is single-threaded, unless this process may use one CPU only.
-class SymbolInterner {
- public:
-  SymbolInterner(const std::vector<RankView>& views, int world_size);
-  ~SymbolInterner();  // waits for the thread
-  SymbolInterner(const SymbolInterner&) = delete;
-  SymbolInterner& operator=(const SymbolInterner&) = delete;
-
-  // The next events of the merge, in order, with their parts (Event::first_part indexes
-  // `parts`). Thread-compatible: one caller.
-  void add(std::vector<Event> events, std::vector<Part> parts);
-  // Sets the symbol of every event added (out.events, in the same order) and out.symbol_key.
-  // Rethrows what the thread threw.
-  void finish(MergedTrace& out);
-
- private:
-  struct State;
-  std::unique_ptr<State> state_;
-};
-
-// Algorithm 2 over all ranks (views normalised, shape filled, grouped: every rank a member of
-// one group, a leader of itself at least): appends events (symbol unset) and parts to `out`,
-// and hands them to `symbols` as it goes.
-void align(const std::vector<RankView>& views, int lookahead, MergedTrace& out,
-           MergeStats& stats, SymbolInterner& symbols);
-
-// The readable description of a symbol key (symbols.cpp documents the key's layout).
-std::string describe_key(std::span<const int32_t> key, int world_size);
-
 // Open-addressing map from 64-bit keys to 32-bit values whose clear() is O(1): each slot
 // carries the generation it was written in. Grows when half full. Not thread-safe.
 class StampedMap {
@@ -231,5 +119,149 @@ class StampedMap {
   uint32_t gen_ = 1;
   size_t size_ = 0;
 };
+
+// One participant's words in a symbol's key (symbols.cpp documents the key), less its rank:
+// the communicator, the peers relative to the rank (a Start: its request's creator's), whether
+// and which root, op | in-place bit, and the request count of Waitall/Testall/Startall.
+struct PartKey {
+  int32_t comm, to, from, root, op_flags, nreq;
+  bool operator==(const PartKey&) const = default;
+};
+
+// A rank's distinct part keys, numbered by first use. Held per record as a 4-byte number, so
+// that interning reads a rank's keys 16 to a cache line instead of a record (80 bytes) per
+// part: across thousands of ranks each record was a cache miss, three quarters of the
+// interning's time. Not thread-safe; one per rank.
+class PartKeys {
+ public:
+  uint32_t number(const PartKey& key);
+  const PartKey& operator[](uint32_t number) const { return keys_[number]; }
+  const PartKey* data() const { return keys_.data(); }
+  void seal() { by_hash_ = StampedMap(); }  // no more numbers: the index is freed
+  size_t size() const { return keys_.size(); }
+
+ private:
+  std::vector<PartKey> keys_;
+  StampedMap by_hash_;  // hash of a key -> its number (a colliding key is found by scanning)
+};
+
+// One rank as the passes see it.
+struct RankView {
+  const trace::RankTrace* trace = nullptr;
+  int32_t rank = 0;
+  std::vector<uint32_t> order;    // indices of the event records, canonical order (Alg. 1)
+  std::vector<uint32_t> shape;    // shape_of(record order[i]), for Algorithm 2's scans
+  std::vector<uint64_t> peers;    // wrapped_peers(record order[i]), for Algorithm 2's pulls
+  std::vector<uint32_t> round;    // per position in order: its round (normalize.cpp), from 1
+  uint32_t rounds = 0;            // rounds numbered so far
+  std::vector<uint32_t> creator;  // request id -> index + 1 of the record that created it
+  std::span<const uint32_t> replies;  // MergedTrace::replies of this rank
+  std::span<const int64_t> gaps;      // per record: its compute gap (MergedTrace::gap_ns)
+  std::vector<uint32_t> part_key;     // per record: its number in part_keys (event records)
+  PartKeys part_keys;
+  // Ranks that behave alike (AlikeRanks) are aligned as one: `group` is the rank whose view
+  // stands for this one (itself when it leads its group), and a group's leader lists its
+  // members in `members`, itself first, ascending. A member's shape, peers, round and
+  // creators are released: the leader's stand for them (the alignment reads a member's order
+  // alone, and the interning its part keys).
+  int32_t group = 0;
+  std::vector<int32_t> members;
+
+  const trace::Record& record(uint32_t index) const { return trace->records[index]; }
+  // The compute gap before record `index`, 0 where unknown.
+  int64_t gap(uint32_t index) const { return index < gaps.size() ? gaps[index] : 0; }
+  // The aux words of record `index`; empty if the trace has no aux index for it.
+  std::span<const int64_t> aux(uint32_t index) const;
+  // The record that created request `id`, or nullptr if none did (or the id is 0).
+  const trace::Record* creator_of(int64_t id) const;
+  // Whether record `index` is one of the rank's replies. O(log replies).
+  bool is_reply(uint32_t index) const {
+    return !replies.empty() && std::binary_search(replies.begin(), replies.end(), index);
+  }
+};
+
+// Calls f(id) for each request id that the call at record `index` refers to: the one it
+// creates (Isend, Irecv, Send_init, ...), the ones it starts (Start, Startall) or the ones it
+// completes (Wait*, Test*: the first of each group of kCompletionWords aux words).
+template <class F>
+void for_each_request(const RankView& v, uint32_t index, F&& f) {
+  const trace::Record& r = v.record(index);
+  const Role role = role_of(r.function);
+  const std::span<const int64_t> aux = v.aux(index);
+  if (role == Role::start) {
+    for (int64_t id : aux) f(id);
+    if (aux.empty()) f(int64_t{r.request});
+  } else if (role == Role::completion) {
+    for (size_t w = 0; w + trace::kCompletionWords <= aux.size(); w += trace::kCompletionWords)
+      f(aux[w]);
+  } else if (creates_request(r.function)) {
+    f(int64_t{r.request});
+  }
+}
+
+// Algorithm 1 on one rank: fills view.order, round and creator from view.trace and its gaps.
+// Returns how many records end up at another position than in call order.
+uint64_t normalize(RankView& view);
+
+// The channel of rank v's call at position p (normalize.cpp's, but over the per-position
+// arrays: relative, wrapped peers), which Algorithm 2's pulls may not pass; 0 for calls of no
+// channel. Probes count as receives.
+uint64_t pull_channel(const RankView& v, size_t p, int32_t world_size);
+
+// The part key of the event record `index` of rank v (normalised: its creators filled).
+PartKey part_key_of(const RankView& v, uint32_t index);
+
+// Groups ranks that Algorithm 2 would treat alike: the same normalised calls (shape, wrapped
+// peers, rounds), the same channels and the same request ids at every position. Such ranks
+// are at the same position at every step of the alignment, so aligning their leader aligns
+// them all (a 3-D halo exchange has at most 27 groups, whatever the rank count).
+class AlikeRanks {
+ public:
+  explicit AlikeRanks(int32_t world_size) : world_size_(world_size) {}
+  // Adds views[first, first + count) (normalised, shape and peers filled, views[0, first)
+  // added), in rank order: each becomes a member of the group of the first of its hash's first
+  // 8 leaders that behaves alike, its arrays released, or leads a new group. The rank-by-rank
+  // result; the hashes and each rank's compare with its hash's first leader (where nearly
+  // every rank ends) run on every CPU.
+  // O(calls of each rank) times the leaders it is compared with (at most 8).
+  void add(std::vector<RankView>& views, size_t first, size_t count);
+
+ private:
+  int32_t world_size_;
+  std::unordered_map<uint64_t, std::vector<int32_t>> leaders_by_hash_;
+};
+
+// Interns merged events into dense symbols, numbered by their first event (symbols.cpp). The
+// alignment hands it its events a slice at a time, copied with their parts, as it emits them;
+// building the keys (from each part's PartKey; no record is read) then runs on a thread of its
+// own beside the alignment, which is single-threaded, unless this process may use one CPU only.
+class SymbolInterner {
+ public:
+  // REQUIRES: every view's part keys numbered; they must outlive the interner, unchanged.
+  SymbolInterner(const std::vector<RankView>& views, int world_size);
+  ~SymbolInterner();  // waits for the thread
+  SymbolInterner(const SymbolInterner&) = delete;
+  SymbolInterner& operator=(const SymbolInterner&) = delete;
+
+  // The next events of the merge, in order, with their parts (Event::first_part indexes
+  // `parts`). Thread-compatible: one caller.
+  void add(std::vector<Event> events, std::vector<Part> parts);
+  // Sets the symbol of every event added (out.events, in the same order) and out.symbol_key.
+  // Rethrows what the thread threw.
+  void finish(MergedTrace& out);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// Algorithm 2 over all ranks (views normalised, shape filled, grouped: every rank a member of
+// one group, a leader of itself at least): appends events (symbol unset) and parts to `out`,
+// and hands them to `symbols` as it goes.
+void align(const std::vector<RankView>& views, int lookahead, MergedTrace& out,
+           MergeStats& stats, SymbolInterner& symbols);
+
+// The readable description of a symbol key (symbols.cpp documents the key's layout).
+std::string describe_key(std::span<const int32_t> key, int world_size);
 
 }  // namespace pskel::merge::detail

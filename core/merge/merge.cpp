@@ -82,11 +82,14 @@ MergedTrace merge(const trace::TraceSet& trace, const MergeOptions& options, Mer
       reordered[r] = detail::normalize(v);
       v.shape.reserve(v.order.size());
       v.peers.reserve(v.order.size());
+      v.part_key.assign(v.trace->records.size(), 0);
       for (uint32_t index : v.order) {
         v.shape.push_back(detail::shape_of(v.record(index)));
         v.peers.push_back(
             detail::wrapped_peers(v.record(index), v.rank, out.world_size, v.is_reply(index)));
+        v.part_key[index] = v.part_keys.number(detail::part_key_of(v, index));
       }
+      v.part_keys.seal();
     });
     for (size_t r = first; r < first + count; ++r) local.reordered += reordered[r];
     if (options.group_alike) {

@@ -49,17 +49,14 @@ bool counts_requests(uint16_t function) {
          function == static_cast<uint16_t>(FunctionId::MPI_Startall);
 }
 
-void append_part_key(const RankView& v, const Part& part, std::vector<int32_t>& key) {
-  const tr::Record& r = v.record(part.record);
-  const tr::Record* peers = &r;
-  if (r.function == static_cast<uint16_t>(FunctionId::MPI_Start))
-    if (const tr::Record* c = v.creator_of(r.request)) peers = c;
-  const int64_t nreq = counts_requests(r.function) ? std::clamp<int64_t>(r.count, 0, INT32_MAX) : 0;
-  const int32_t to = v.is_reply(part.record) ? kCodeReply : peer_code(peers->peer, part.rank);
-  key.insert(key.end(), {part.rank, to,
-                         source_code(*peers, part.rank), root_code(r.root),
-                         r.op | ((r.flags & tr::kFlagInPlace) ? kInPlaceBit : 0),
-                         static_cast<int32_t>(nreq)});
+uint64_t hash_of(const PartKey& k) {
+  uint64_t h = 0x243F6A8885A308D3ULL;
+  for (const int32_t w : {k.comm, k.to, k.from, k.root, k.op_flags, k.nreq}) {
+    h ^= static_cast<uint32_t>(w);
+    h *= 0x9E3779B97F4A7C15ULL;
+    h ^= h >> 29;
+  }
+  return h;
 }
 
 // Dense symbols for keys: the keys in one arena, an open-addressing table of symbol + 1.
@@ -210,6 +207,33 @@ bool any_part(std::span<const int32_t> key, P&& pred) {
 
 }  // namespace
 
+PartKey part_key_of(const RankView& v, uint32_t index) {
+  const tr::Record& r = v.record(index);
+  const tr::Record* peers = &r;
+  if (r.function == static_cast<uint16_t>(FunctionId::MPI_Start))
+    if (const tr::Record* c = v.creator_of(r.request)) peers = c;
+  const int64_t nreq = counts_requests(r.function) ? std::clamp<int64_t>(r.count, 0, INT32_MAX) : 0;
+  return {r.comm,
+          v.is_reply(index) ? kCodeReply : peer_code(peers->peer, v.rank),
+          source_code(*peers, v.rank),
+          root_code(r.root),
+          r.op | ((r.flags & tr::kFlagInPlace) ? kInPlaceBit : 0),
+          static_cast<int32_t>(nreq)};
+}
+
+uint32_t PartKeys::number(const PartKey& key) {
+  const uint64_t h = hash_of(key);
+  if (const uint32_t* n = by_hash_.find(h)) {
+    if (keys_[*n] == key) return *n;
+    for (uint32_t i = 0; i < keys_.size(); ++i)  // another key of the same hash
+      if (keys_[i] == key) return i;
+  } else {
+    by_hash_.set(h, static_cast<uint32_t>(keys_.size()));
+  }
+  keys_.push_back(key);
+  return static_cast<uint32_t>(keys_.size() - 1);
+}
+
 std::string describe_key(std::span<const int32_t> key, int world_size) {
   const auto function = static_cast<uint16_t>(key[0]);
   const tr::FunctionInfo* info = tr::find_function(function);
@@ -251,7 +275,6 @@ struct SymbolInterner::State {
     std::vector<Event> events;
     std::vector<Part> parts;
   };
-  const std::vector<RankView>& views;
   int world_size;
   SymbolTable table;
   std::vector<int32_t> key;
@@ -267,15 +290,33 @@ struct SymbolInterner::State {
   std::exception_ptr error;
   std::thread thread;
 
-  State(const std::vector<RankView>& v, int w) : views(v), world_size(w) {}
+  // Per rank, where its part keys are: an event's parts are read through these two small
+  // arrays, not through each rank's view (several cache lines a rank, thousands of ranks).
+  std::vector<const uint32_t*> numbers_of;  // RankView::part_key
+  std::vector<const PartKey*> keys_of;      // RankView::part_keys
+
+  State(const std::vector<RankView>& v, int w) : world_size(w) {
+    numbers_of.reserve(v.size());
+    keys_of.reserve(v.size());
+    for (const RankView& r : v) {
+      numbers_of.push_back(r.part_key.data());
+      keys_of.push_back(r.part_keys.data());
+    }
+  }
+  const PartKey& key_of(const Part& p) const {
+    const auto r = static_cast<size_t>(p.rank);
+    return keys_of[r][numbers_of[r][p.record]];
+  }
 
   void intern(const Slice& slice) {
     for (const Event& e : slice.events) {
       const std::span<const Part> parts{slice.parts.data() + e.first_part, e.part_count};
-      const tr::Record& first = views[static_cast<size_t>(parts[0].rank)].record(parts[0].record);
-      key.assign({static_cast<int32_t>(e.function), static_cast<int32_t>(first.comm),
+      key.assign({static_cast<int32_t>(e.function), key_of(parts[0]).comm,
                   static_cast<int32_t>(parts.size())});
-      for (const Part& p : parts) append_part_key(views[static_cast<size_t>(p.rank)], p, key);
+      for (const Part& p : parts) {
+        const PartKey& k = key_of(p);
+        key.insert(key.end(), {p.rank, k.to, k.from, k.root, k.op_flags, k.nreq});
+      }
       bool fresh = false;
       symbols.push_back(table.intern(key, fresh));
       if (fresh) descriptions.push_back(describe_key(key, world_size));

@@ -10,6 +10,7 @@
 
 #include <doctest/doctest.h>
 
+#include "merge/internal.h"
 #include "merge/merge.h"
 #include "merge_checks.h"
 #include "trace_builder.h"
@@ -278,6 +279,42 @@ TEST_CASE("ring: rank 0 sends then receives, the others receive then send: one e
   CHECK(stats.unmatched == 0);
   CHECK(m.symbol_key[m.events[1].symbol] == "MPI_Send comm=0 peers=[+1\u00d74 -4]");
   CHECK(m.symbol_key[m.events[2].symbol] == "MPI_Recv comm=0 peers=[+4 -1\u00d74]");
+}
+
+TEST_CASE("part keys: numbered by first use, equal keys one number, past the index's growth") {
+  mg::detail::PartKeys keys;
+  const auto key = [](int32_t i) { return mg::detail::PartKey{0, i, -i, -1, i % 3, i / 7}; };
+  for (int32_t i = 0; i < 1000; ++i) CHECK(keys.number(key(i)) == static_cast<uint32_t>(i));
+  for (int32_t i = 999; i >= 0; --i) CHECK(keys.number(key(i)) == static_cast<uint32_t>(i));
+  keys.seal();
+  REQUIRE(keys.size() == 1000);
+  CHECK(keys[417] == key(417));
+}
+
+// A Start names no peer: its key takes the peers of the call that created its request, so a
+// persistent ring's Starts are the ring's (and the ring's last rank keeps its own offset).
+TEST_CASE("persistent ring: a Start's key has the peers of its request's creator") {
+  const int32_t n = 4, iters = 3;
+  auto ranks = world(n);
+  for (int32_t r = 0; r < n; ++r) {
+    RankBuilder& b = ranks[static_cast<size_t>(r)];
+    b.add(Fn::MPI_Init);
+    const uint32_t to = b.send_init(mod(r + 1, n));
+    const uint32_t from = b.recv_init(mod(r - 1, n));
+    for (int it = 0; it < iters; ++it) {
+      b.start(from);
+      b.start(to);
+      b.complete(Fn::MPI_Waitall, {from, to});
+    }
+    b.add(Fn::MPI_Finalize);
+  }
+  const mg::MergedTrace m = merged(trace_set(ranks));
+  std::vector<std::string> starts;
+  for (const mg::Event& e : m.events)
+    if (e.function == static_cast<uint16_t>(Fn::MPI_Start)) starts.push_back(m.symbol_key[e.symbol]);
+  REQUIRE(starts.size() == 2 * iters);
+  CHECK(starts[0] == "MPI_Start peers=[+3 -1 -1 -1]");
+  CHECK(starts[1] == "MPI_Start peers=[+1 +1 +1 -3]");
 }
 
 TEST_CASE("wavefront: first and last ranks skip calls, the merge has the busiest rank's length") {

@@ -174,17 +174,16 @@ const tr::Record* statement_of(const RankView& v, uint32_t index) {
 // Rule (e)'s statements: whether most calls of a send's statement come after a computation.
 class ComputedSends {
  public:
-  // REQUIRES: v.creator filled (the Starts' statements are their requests' creators).
-  explicit ComputedSends(const RankView& v) {
-    for (uint32_t i = 0; i < v.trace->records.size(); ++i) {
-      const Role raw = role_of(v.record(i).function);
-      if (!sends(raw) && raw != Role::start) continue;
-      const tr::Record* statement = statement_of(v, i);
-      if (!statement) continue;
-      Count& c = counts_[key(*statement)];
-      ++c.calls;
-      c.computed += v.gap(i) >= kDependentComputeNs;
-    }
+  // Counts the call at record `index`, of role `raw`, if it sends. Called in call order, in
+  // the same pass that fills v.creator (a Start's statement is its requests' creator, made
+  // before it), so that the records are read once for both.
+  void add(const RankView& v, uint32_t index, Role raw) {
+    if (!sends(raw) && raw != Role::start) return;
+    const tr::Record* statement = statement_of(v, index);
+    if (!statement) return;
+    Count& c = counts_[key(*statement)];
+    ++c.calls;
+    c.computed += v.gap(index) >= kDependentComputeNs;
   }
   // Whether most calls of the statement of the send at record `index` follow a computation.
   bool after_compute(const RankView& v, uint32_t index) const {
@@ -266,7 +265,8 @@ bool non_blocking_post(Role raw) {
 // comment.
 class Normalizer {
  public:
-  explicit Normalizer(RankView& v) : v_(v), computed_(v), posted_round_(v.creator.size(), 0) {}
+  Normalizer(RankView& v, ComputedSends&& computed)
+      : v_(v), computed_(std::move(computed)), posted_round_(v.creator.size(), 0) {}
 
   // Sorts v.order in place and numbers the rounds. Returns the number of records moved.
   uint64_t run() {
@@ -502,9 +502,11 @@ uint64_t normalize(RankView& v) {
   const tr::RankTrace& t = *v.trace;
   v.order.clear();
   v.creator.assign(1, 0);
+  ComputedSends computed;
   for (uint32_t i = 0; i < t.records.size(); ++i) {
     const tr::Record& r = t.records[i];
-    if (role_of(r.function) == Role::pseudo) continue;
+    const Role raw = role_of(r.function);
+    if (raw == Role::pseudo) continue;
     v.order.push_back(i);
     // Request ids count up from 1 per rank, so they index a vector; a hostile id past the
     // number of records is not followed.
@@ -512,10 +514,11 @@ uint64_t normalize(RankView& v) {
       if (v.creator.size() <= r.request) v.creator.resize(r.request + 1, 0);
       v.creator[r.request] = i + 1;
     }
+    computed.add(v, i, raw);
   }
   v.round.assign(v.order.size(), 0);
   v.rounds = 0;
-  return Normalizer(v).run();
+  return Normalizer(v, std::move(computed)).run();
 }
 
 }  // namespace pskel::merge::detail

@@ -188,6 +188,7 @@ class Builder {
     std::vector<char> seen;         // per tree event: met in this pass yet
   };
   static constexpr int32_t kBlockRanks = 64;
+  static constexpr size_t kPrefetchParts = 4;
 
   // The index range of the pass's ranks in `v`, ascending by rank.
   template <class T>
@@ -244,6 +245,9 @@ class Builder {
     pass.seen[event.id] = 1;
     const auto [first, last] = block_of(parts, pass);
     for (size_t j = first; j < last; ++j) {
+      // Each part's record is in another rank's array, a cache miss the work below cannot
+      // hide; asked for a few parts ahead, the misses overlap.
+      if (j + kPrefetchParts < last) __builtin_prefetch(&record(parts[j + kPrefetchParts]));
       const merge::Part& part = parts[j];
       const trace::Record& r = record(part);
       const auto rank = static_cast<size_t>(part.rank);

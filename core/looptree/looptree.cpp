@@ -191,6 +191,12 @@ class Builder {
   static constexpr int32_t kBlockRanks = 64;
   static constexpr size_t kPrefetchParts = 4;
 
+  // Asks for the cache line `bytes` past `p`, which may be past the end of its array: a
+  // prefetch never faults, and the address is not formed as a pointer.
+  static void prefetch_after(const void* p, size_t bytes) {
+    __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(p) + bytes));
+  }
+
   // The index range of the pass's ranks in `v`, ascending by rank.
   template <class T>
   static std::pair<size_t, size_t> block_of(std::span<const T> v, const Pass& pass) {
@@ -252,16 +258,17 @@ class Builder {
       if (j + kPrefetchParts < last) __builtin_prefetch(&record(parts[j + kPrefetchParts]));
       const merge::Part& part = parts[j];
       const trace::Record& r = record(part);
-      const uintptr_t next = reinterpret_cast<uintptr_t>(&r) + sizeof r;  // may be past the end:
-      __builtin_prefetch(reinterpret_cast<const void*>(next));            // a prefetch never faults
-      __builtin_prefetch(reinterpret_cast<const void*>(next + sizeof r - 1));
+      prefetch_after(&r, sizeof r);
+      prefetch_after(&r, 2 * sizeof r - 1);
       const auto rank = static_cast<size_t>(part.rank);
       RankCall& call = event.ranks[j];
       // The sample is this event's own first instance (shape_event took the first event of the
       // symbol, which may be another tree event: the same call before a loop and in it).
       if (first_instance) call.sample = part;
       call.comm_ns.add(r.t_end - r.t_start);
-      const int64_t gap = merged_.gap_ns[rank][part.record];
+      const int64_t* gaps = merged_.gap_ns[rank].data() + part.record;
+      const int64_t gap = *gaps;
+      prefetch_after(gaps, 64);  // the rank's gaps are 8 to a cache line: the next line
       if (pending_entry_[rank] != nullptr) {
         pending_entry_[rank]->entry_gap_ns.add(gap);
         pending_entry_[rank] = nullptr;

@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
@@ -34,14 +37,26 @@ nlohmann::json tree_json(const std::vector<looptree::Item>& items) {
 }  // namespace
 
 int compress_trace_dir(const CompressTraceArgs& args) {
-  auto read = trace::read_trace_dir(args.dir);
+  // The trace is read twice, a window of ranks at a time, so that a job's trace is never held
+  // whole: the merge keeps of a rank that behaves like an earlier one a few bytes a call, and
+  // the loop tree its statistics.
+  std::optional<merge::Merger> merger;
+  std::vector<uint64_t> records_of;  // per rank, from the first read
+  double merge_seconds = 0;
+  auto read = trace::read_trace_dir(args.dir, {}, [&](trace::RankTrace& rank) {
+    const auto start = std::chrono::steady_clock::now();
+    if (!merger) merger.emplace(rank.header.world_size);
+    records_of.push_back(rank.records.size());
+    merger->add(std::move(rank));
+    merge_seconds += seconds_since(start);
+  });
   if (!read) return fail(read.error().line());
-  const trace::TraceSet& trace = read.value();
+  const size_t ranks = read.value().ranks.size();
 
   auto start = std::chrono::steady_clock::now();
   merge::MergeStats merge_stats;
-  const merge::MergedTrace merged = merge::merge(trace, {}, &merge_stats);
-  const double merge_seconds = seconds_since(start);
+  const merge::MergedTrace merged = merger->finish(&merge_stats);
+  merge_seconds += seconds_since(start);
 
   start = std::chrono::steady_clock::now();
   compress::CompressStats compress_stats;
@@ -52,9 +67,27 @@ int compress_trace_dir(const CompressTraceArgs& args) {
   const compress::Sequence folded = compress::compress(symbols, &compress_stats);
   const double compress_seconds = seconds_since(start);
 
+  double annotate_seconds = 0;
+  looptree::TreeBuilder builder(merged, folded);
+  std::string changed;  // the first rank whose trace is not the one merged
+  read = trace::read_trace_dir(args.dir, {}, [&](trace::RankTrace& rank) {
+    const auto r = static_cast<size_t>(rank.header.rank);
+    if (!changed.empty()) return;
+    if (r >= records_of.size() || rank.records.size() != records_of[r]) {
+      changed = rank.source;
+      return;
+    }
+    start = std::chrono::steady_clock::now();
+    builder.add(std::move(rank));
+    annotate_seconds += seconds_since(start);
+  });
+  if (!read) return fail(read.error().line());
+  if (!changed.empty())
+    return fail(fmt::format("{}: changed while pskel read it (another run writing to {}?)",
+                            changed, args.dir));
   start = std::chrono::steady_clock::now();
-  const looptree::LoopTree tree = looptree::build(trace, merged, folded);
-  const double annotate_seconds = seconds_since(start);
+  const looptree::LoopTree tree = builder.finish();
+  annotate_seconds += seconds_since(start);
 
   const looptree::MainLoop main = looptree::main_loop(tree);
   const uint64_t compressed = looptree::compressed_length(tree);
@@ -66,7 +99,7 @@ int compress_trace_dir(const CompressTraceArgs& args) {
                    {"executions", main.loop->executions}};
     nlohmann::json out = {
         {"trace_dir", args.dir},
-        {"ranks", trace.ranks.size()},
+        {"ranks", ranks},
         {"merged_events", merged.events.size()},
         {"symbols", merged.symbol_key.size()},
         {"compressed_length", compressed},
@@ -86,7 +119,7 @@ int compress_trace_dir(const CompressTraceArgs& args) {
     return 0;
   }
   fmt::print("trace              {}\n", args.dir);
-  fmt::print("ranks              {}\n", trace.ranks.size());
+  fmt::print("ranks              {}\n", ranks);
   fmt::print("merged events      {} ({} distinct)\n", merged.events.size(), merged.symbol_key.size());
   fmt::print("compressed length  {}\n", compressed);
   if (main.loop != nullptr)

@@ -8,10 +8,13 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <span>
+#include <stdexcept>
 #include <utility>
 
 #include "trace/functions.h"
+#include "trace/gaps.h"
 #include "util/parallel.h"
 
 namespace pskel::looptree {
@@ -53,95 +56,62 @@ struct RankRules {
   RuleBuilder root, send_bytes, recv_bytes, tag, recv_tag;
 };
 
-// Walks the folded tree in execution order alongside the merged events, filling the tree.
-class Builder {
- public:
-  Builder(const trace::TraceSet& trace, const merge::MergedTrace& merged)
-      : trace_(trace), merged_(merged),
-        first_event_of_symbol_(merged.symbol_key.size(), UINT64_MAX),
-        pending_entry_(static_cast<size_t>(merged.world_size), nullptr),
-        last_end_(static_cast<size_t>(merged.world_size), 0) {
+}  // namespace
+
+// Walks the folded tree in execution order alongside the merged events, filling the tree, for
+// the ranks handed to it (TreeBuilder::add), a window of ranks at a time.
+struct TreeBuilder::State {
+  State(const merge::MergedTrace& merged, const compress::Sequence& folded)
+      : merged_(merged), first_event_of_symbol_(merged.symbol_key.size(), UINT64_MAX),
+        ranks_(static_cast<size_t>(std::max(merged.world_size, 0))),
+        given_(ranks_.size()),
+        pending_entry_(ranks_.size(), nullptr),
+        last_end_(ranks_.size(), 0),
+        window_(kBlockRanks * std::max<size_t>(1, util::usable_cpus())) {
     for (uint64_t i = 0; i < merged.events.size(); ++i) {
       const merge::Symbol s = merged.events[i].symbol;
       if (s >= first_event_of_symbol_.size()) first_event_of_symbol_.resize(s + 1, UINT64_MAX);
       if (first_event_of_symbol_[s] == UINT64_MAX) first_event_of_symbol_[s] = i;
     }
+    tree_.world_size = merged.world_size;
+    tree_.merged_events = merged.events.size();
+    tree_.items = shape(folded, 1);
+    tree_events_of_symbol_.resize(first_event_of_symbol_.size());
+    index(tree_.items);
   }
 
-  std::vector<Item> shape(const compress::Sequence& nodes, uint64_t executions) {
-    std::vector<Item> items;
-    items.reserve(nodes.size());
-    for (const compress::Node& node : nodes) {
-      if (node.is_loop()) {
-        Loop loop;
-        loop.iterations = node.iterations;
-        loop.executions = executions;
-        loop.body = shape(node.body, executions * node.iterations);
-        items.push_back(Item{std::move(loop)});
-      } else {
-        items.push_back(Item{shape_event(node.symbol, executions)});
-      }
-    }
-    return items;
+  void add(const trace::RankTrace& rank) {
+    if (added_ >= ranks_.size()) throw std::logic_error("loop tree: more ranks than world_size");
+    ranks_[added_++] = &rank;
+    if (added_ - walked_ == window_) walk_window();
   }
 
-  // After shape(): sets each loop's ranks (the union of its body's) and sizes the scratch.
-  void index(std::vector<Item>& items) {
-    for (Item& item : items) {
-      if (!item.is_loop()) {
-        Event& event = std::get<Event>(item.node);
-        event.id = static_cast<uint32_t>(events_.size());
-        events_.push_back(&event);
-        rules_.emplace_back(event.ranks.size());
-        gaps_.emplace_back(event.ranks.size());
-        continue;
-      }
-      Loop& loop = std::get<Loop>(item.node);
-      index(loop.body);
-      std::vector<bool> member(static_cast<size_t>(merged_.world_size), false);
-      mark_ranks(loop.body, member);
-      for (size_t r = 0; r < member.size(); ++r)
-        if (member[r]) loop.ranks.push_back(RankLoop{static_cast<int32_t>(r), {}, {}});
-    }
+  void add(trace::RankTrace&& rank) {
+    if (added_ >= ranks_.size()) throw std::logic_error("loop tree: more ranks than world_size");
+    const size_t r = added_;
+    given_[r] = std::make_unique<trace::RankTrace>(std::move(rank));
+    add(*given_[r]);
   }
 
-  // Walks the tree over every part, a block of consecutive ranks at a time. A rank's facts
-  // (its calls' statistics and rules, its loops' timings) depend on its parts alone, so the
-  // blocks run in parallel; and a block's records stay in cache from one event to the next,
-  // where a walk over all ranks at once took a cache miss for almost every part (16,384 ranks:
-  // 5.5 s of the 8.1 s of `pskel compress`).
-  void walk_all(std::vector<Item>& items) {
-    const int32_t ranks = merged_.world_size;
-    const int32_t blocks = std::max<int32_t>(1, (ranks + kBlockRanks - 1) / kBlockRanks);
-    util::parallel_for(static_cast<size_t>(blocks), [&](size_t b) {
-      Pass pass;
-      pass.begin = static_cast<int32_t>(b) * kBlockRanks;
-      pass.end = std::min(ranks, pass.begin + kBlockRanks);
-      pass.seen.assign(events_.size(), 0);
-      walk(items, pass);
-      if (pass.next_event != merged_.events.size())
-        invariant_broken("tree is shorter than the trace");
-    });
-  }
-
-  void finish() {
-    for (size_t e = 0; e < events_.size(); ++e) {
-      for (size_t j = 0; j < events_[e]->ranks.size(); ++j) {
-        RankCall& call = events_[e]->ranks[j];
-        const RankRules& rules = rules_[e][j];
-        call.root = rules.root.build();
-        call.send_bytes = rules.send_bytes.build();
-        call.recv_bytes = rules.recv_bytes.build();
-        call.tag = rules.tag.build();
-        call.recv_tag = rules.recv_tag.build();
-        call.gap_typical = robust_mean(gaps_[e][j]);
-      }
-    }
-    gaps_.clear();
+  LoopTree finish() {
+    if (added_ != ranks_.size()) throw std::logic_error("loop tree: fewer ranks than world_size");
+    if (added_ > walked_) walk_window();
+    return std::move(tree_);
   }
 
  private:
-  // `executions`: how often the tree runs the event (its instances in the merged trace).
+  // One pass of the walk: ranks [begin, end), with its own position in the merged trace.
+  struct Pass {
+    int32_t begin = 0, end = 0;
+    uint64_t next_event = 0;
+    std::vector<char> seen;         // per tree event: met in this pass yet
+    std::vector<std::vector<int64_t>> gaps;  // per rank of the pass: trace::compute_gaps
+  };
+  static constexpr int32_t kBlockRanks = 64;
+  static constexpr size_t kPrefetchParts = 4;
+
+  // `executions`: how often the tree runs the event (its instances in the merged trace). What
+  // a part's record says (comm, peers) is filled by the walk, at the symbol's first event.
   Event shape_event(merge::Symbol symbol, uint64_t executions) {
     if (symbol >= first_event_of_symbol_.size() || first_event_of_symbol_[symbol] == UINT64_MAX)
       invariant_broken("symbol not in the merged trace");
@@ -150,26 +120,53 @@ class Builder {
     event.symbol = symbol;
     event.function = first.function;
     event.instances = executions;
-    bool first_part = true;
     for (const merge::Part& part : merged_.parts_of(first)) {
-      const trace::Record& r = record(part);
-      if (first_part) {
-        event.comm = r.comm;
-        event.op = r.op;
-        event.flags = r.flags;
-        first_part = false;
-      }
       RankCall call;
       call.rank = part.rank;
-      // A trace's own peer that happens to equal the marker is no rank at all.
-      call.peer = merged_.is_reply(part.rank, part.record) ? kLastWildcardSource
-                  : r.peer == kLastWildcardSource          ? trace::kUnknownRank
-                                                           : r.peer;
-      call.source = (r.flags & trace::kFlagAnySource) ? trace::kAnySource : r.source;
       call.sample = part;
       event.ranks.push_back(std::move(call));
     }
     return event;
+  }
+
+  std::vector<Item> shape(const compress::Sequence& nodes, uint64_t executions) {
+    std::vector<Item> items;
+    items.reserve(nodes.size());
+    for (const compress::Node& node : nodes) {
+      if (node.is_loop()) {
+        // Items are built in place: a temporary Item moved into the vector made GCC 12 (-O2,
+        // sanitizers) warn of an uninitialised vector in its variant.
+        Loop& loop = items.emplace_back().node.emplace<Loop>();
+        loop.iterations = node.iterations;
+        loop.executions = executions;
+        loop.body = shape(node.body, executions * node.iterations);
+      } else {
+        items.emplace_back().node.emplace<Event>(shape_event(node.symbol, executions));
+      }
+    }
+    return items;
+  }
+
+  // After shape(): numbers the events, sets each loop's ranks (the union of its body's) and
+  // sizes the scratch.
+  void index(std::vector<Item>& items) {
+    for (Item& item : items) {
+      if (!item.is_loop()) {
+        Event& event = std::get<Event>(item.node);
+        event.id = static_cast<uint32_t>(events_.size());
+        events_.push_back(&event);
+        tree_events_of_symbol_[event.symbol].push_back(&event);
+        rules_.emplace_back(event.ranks.size());
+        gaps_.emplace_back(event.ranks.size());
+        continue;
+      }
+      Loop& loop = std::get<Loop>(item.node);
+      index(loop.body);
+      std::vector<bool> member(ranks_.size(), false);
+      mark_ranks(loop.body, member);
+      for (size_t r = 0; r < member.size(); ++r)
+        if (member[r]) loop.ranks.push_back(RankLoop{static_cast<int32_t>(r), {}, {}});
+    }
   }
 
   void mark_ranks(const std::vector<Item>& items, std::vector<bool>& member) const {
@@ -182,14 +179,53 @@ class Builder {
     }
   }
 
-  // One pass of the walk: ranks [begin, end), with its own position in the merged trace.
-  struct Pass {
-    int32_t begin = 0, end = 0;
-    uint64_t next_event = 0;
-    std::vector<char> seen;         // per tree event: met in this pass yet
-  };
-  static constexpr int32_t kBlockRanks = 64;
-  static constexpr size_t kPrefetchParts = 4;
+  // Walks the tree over the parts of the ranks added since the last window, a block of
+  // consecutive ranks at a time. A rank's facts (its calls' statistics and rules, its loops'
+  // timings) depend on its parts alone, so the blocks run in parallel; and a block's records
+  // stay in cache from one event to the next, where a walk over all ranks at once took a cache
+  // miss for almost every part (16,384 ranks: 5.5 s of the 8.1 s of `pskel compress`). Then
+  // frees what the window's ranks needed: their records if given, their gaps, their rules'
+  // and typical gaps' inputs.
+  void walk_window() {
+    const auto begin = static_cast<int32_t>(walked_), end = static_cast<int32_t>(added_);
+    const int32_t blocks = (end - begin + kBlockRanks - 1) / kBlockRanks;
+    util::parallel_for(static_cast<size_t>(blocks), [&](size_t b) {
+      Pass pass;
+      pass.begin = begin + static_cast<int32_t>(b) * kBlockRanks;
+      pass.end = std::min(end, pass.begin + kBlockRanks);
+      pass.seen.assign(events_.size(), 0);
+      for (int32_t r = pass.begin; r < pass.end; ++r)
+        pass.gaps.push_back(trace::compute_gaps(*ranks_[static_cast<size_t>(r)]));
+      walk(tree_.items, pass);
+      if (pass.next_event != merged_.events.size())
+        invariant_broken("tree is shorter than the trace");
+      finish_block(pass);
+    });
+    for (size_t r = walked_; r < added_; ++r) {
+      ranks_[r] = nullptr;
+      given_[r].reset();
+    }
+    walked_ = added_;
+  }
+
+  // The rules and typical gaps of the pass's ranks, from the values the walk gathered.
+  void finish_block(const Pass& pass) {
+    for (size_t e = 0; e < events_.size(); ++e) {
+      const auto [first, last] = block_of(std::span<const RankCall>(events_[e]->ranks), pass);
+      for (size_t j = first; j < last; ++j) {
+        RankCall& call = events_[e]->ranks[j];
+        RankRules& rules = rules_[e][j];
+        call.root = rules.root.build();
+        call.send_bytes = rules.send_bytes.build();
+        call.recv_bytes = rules.recv_bytes.build();
+        call.tag = rules.tag.build();
+        call.recv_tag = rules.recv_tag.build();
+        call.gap_typical = robust_mean(gaps_[e][j]);
+        rules = RankRules{};
+        std::vector<int64_t>().swap(gaps_[e][j]);
+      }
+    }
+  }
 
   // Asks for the cache line `bytes` past `p`, which may be past the end of its array: a
   // prefetch never faults, and the address is not formed as a pointer.
@@ -241,6 +277,26 @@ class Builder {
     if (pass.next_event > merged_.events.size()) invariant_broken("tree is longer than the trace");
   }
 
+  // What part j's record says of every tree event of `symbol`, read at the symbol's first
+  // merged event (a tree event's ranks are that event's): its peers, and the event's comm, op
+  // and flags from its first rank.
+  void describe_part(merge::Symbol symbol, size_t j, const merge::Part& part,
+                     const trace::Record& r) {
+    // A trace's own peer that happens to equal the marker is no rank at all.
+    const int32_t peer = merged_.is_reply(part.rank, part.record) ? kLastWildcardSource
+                         : r.peer == kLastWildcardSource          ? trace::kUnknownRank
+                                                                  : r.peer;
+    const int32_t source = (r.flags & trace::kFlagAnySource) ? trace::kAnySource : r.source;
+    for (Event* event : tree_events_of_symbol_[symbol]) {
+      event->ranks[j].peer = peer;
+      event->ranks[j].source = source;
+      if (j != 0) continue;
+      event->comm = r.comm;
+      event->op = r.op;
+      event->flags = r.flags;
+    }
+  }
+
   void visit(Event& event, Pass& pass) {
     if (pass.next_event >= merged_.events.size()) invariant_broken("tree is longer than the trace");
     const merge::Event& merged_event = merged_.events[pass.next_event];
@@ -249,6 +305,7 @@ class Builder {
     std::vector<RankRules>& rules = rules_[event.id];
     const auto parts = merged_.parts_of(merged_event);
     const bool first_instance = !pass.seen[event.id];
+    const bool symbol_first = pass.next_event == first_event_of_symbol_[event.symbol];
     pass.seen[event.id] = 1;
     const auto [first, last] = block_of(parts, pass);
     for (size_t j = first; j < last; ++j) {
@@ -262,11 +319,12 @@ class Builder {
       prefetch_after(&r, 2 * sizeof r - 1);
       const auto rank = static_cast<size_t>(part.rank);
       RankCall& call = event.ranks[j];
+      if (symbol_first) describe_part(event.symbol, j, part, r);
       // The sample is this event's own first instance (shape_event took the first event of the
       // symbol, which may be another tree event: the same call before a loop and in it).
       if (first_instance) call.sample = part;
       call.comm_ns.add(r.t_end - r.t_start);
-      const int64_t* gaps = merged_.gap_ns[rank].data() + part.record;
+      const int64_t* gaps = pass.gaps[rank - static_cast<size_t>(pass.begin)].data() + part.record;
       const int64_t gap = *gaps;
       prefetch_after(gaps, 64);  // the rank's gaps are 8 to a cache line: the next line
       if (pending_entry_[rank] != nullptr) {
@@ -286,33 +344,45 @@ class Builder {
     ++pass.next_event;
   }
 
+  // REQUIRES (TreeBuilder): part.rank's trace is the one merged, so the index is in range.
   const trace::Record& record(const merge::Part& part) const {
-    return trace_.ranks[static_cast<size_t>(part.rank)].records[part.record];
+    const trace::RankTrace& rank = *ranks_[static_cast<size_t>(part.rank)];
+    if (part.record >= rank.records.size()) invariant_broken("a part past its rank's records");
+    return rank.records[part.record];
   }
 
-  const trace::TraceSet& trace_;
   const merge::MergedTrace& merged_;
   std::vector<uint64_t> first_event_of_symbol_;
+  std::vector<const trace::RankTrace*> ranks_;               // the window's ranks; null after
+  std::vector<std::unique_ptr<trace::RankTrace>> given_;     // add(RankTrace&&)'s, by rank
   std::vector<RankLoop*> pending_entry_;
   std::vector<int64_t> last_end_;
+  size_t window_;
+  size_t added_ = 0;    // ranks handed in
+  size_t walked_ = 0;   // ranks whose window is walked
+  LoopTree tree_;
   std::vector<Event*> events_;                  // tree order
+  std::vector<std::vector<Event*>> tree_events_of_symbol_;
   std::vector<std::vector<RankRules>> rules_;   // per event, per rank
   std::vector<std::vector<std::vector<int64_t>>> gaps_;  // per event, per rank: gaps in order
 };
 
-}  // namespace
+TreeBuilder::TreeBuilder(const merge::MergedTrace& merged, const compress::Sequence& folded)
+    : state_(std::make_unique<State>(merged, folded)) {}
+TreeBuilder::~TreeBuilder() = default;
+void TreeBuilder::add(const trace::RankTrace& rank) { state_->add(rank); }
+void TreeBuilder::add(trace::RankTrace&& rank) { state_->add(std::move(rank)); }
+LoopTree TreeBuilder::finish() {
+  LoopTree tree = state_->finish();
+  state_.reset();
+  return tree;
+}
 
 LoopTree build(const trace::TraceSet& trace, const merge::MergedTrace& merged,
                const compress::Sequence& folded) {
-  LoopTree tree;
-  tree.world_size = merged.world_size;
-  tree.merged_events = merged.events.size();
-  Builder builder(trace, merged);
-  tree.items = builder.shape(folded, 1);
-  builder.index(tree.items);
-  builder.walk_all(tree.items);
-  builder.finish();
-  return tree;
+  TreeBuilder builder(merged, folded);
+  for (const trace::RankTrace& rank : trace.ranks) builder.add(rank);
+  return builder.finish();
 }
 
 namespace {

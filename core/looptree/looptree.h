@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <variant>
 #include <vector>
@@ -106,6 +107,33 @@ struct LoopTree {
 // REQUIRES: `merged` = merge::merge(trace), `folded` = compress::compress(merged.symbols()).
 LoopTree build(const trace::TraceSet& trace, const merge::MergedTrace& merged,
                const compress::Sequence& folded);
+
+// build() over the ranks handed one at a time, in rank order, so that a job's trace need not be
+// held whole (the trace read a second time, after merge::Merger): each window of ranks is
+// walked on every CPU as it fills, and what the tree keeps of a rank is its statistics.
+//   TreeBuilder builder(merged, folded);
+//   read_trace_dir(dir, {}, [&](RankTrace& r) { builder.add(std::move(r)); });
+//   LoopTree tree = builder.finish();
+class TreeBuilder {
+ public:
+  // REQUIRES: as build()'s; `merged` outlives the builder.
+  TreeBuilder(const merge::MergedTrace& merged, const compress::Sequence& folded);
+  ~TreeBuilder();
+  TreeBuilder(const TreeBuilder&) = delete;
+  TreeBuilder& operator=(const TreeBuilder&) = delete;
+
+  // The next rank (0, 1, ...), the same trace the merge read. Lent: `rank` must stay unchanged
+  // until finish(). Given: freed once its window is walked. Throws std::logic_error past
+  // world_size ranks.
+  void add(const trace::RankTrace& rank);
+  void add(trace::RankTrace&& rank);
+  // REQUIRES: world_size ranks added; called once.
+  LoopTree finish();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 // Events in the folded tree, loop markers not counted (the seed's compressed length).
 uint64_t compressed_length(const LoopTree& tree);

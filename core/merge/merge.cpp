@@ -49,37 +49,43 @@ std::vector<uint32_t> normalized_order(const trace::RankTrace& rank, uint64_t* m
   return std::move(view.order);
 }
 
-MergedTrace merge(const trace::TraceSet& trace, const MergeOptions& options, MergeStats* stats) {
-  uint64_t total = 0;
-  for (const trace::RankTrace& r : trace.ranks) total += r.records.size();
-  if (total >= std::numeric_limits<uint32_t>::max())
-    throw std::length_error("merge: more than 2^32 records in all ranks together");
-
+struct Merger::State {
+  MergeOptions options;
   MergedTrace out;
-  MergeStats local;
-  const size_t ranks = trace.ranks.size();
-  out.world_size = static_cast<int>(ranks);
-  std::vector<detail::RankView> views(ranks);
-  detail::AlikeRanks alike(out.world_size);
-  out.gap_ns.resize(ranks);
-  out.replies.resize(ranks);
-  std::vector<uint64_t> reordered(ranks, 0);
-  // Each rank's own passes (its records alone) run on every CPU; grouping follows rank order,
-  // a window of ranks at a time, so that a member's arrays are released before the next window
-  // fills its own (peak memory is the window's, not the job's).
-  const size_t window = std::max<size_t>(64, 4 * util::usable_cpus());
-  for (size_t first = 0; first < ranks; first += window) {
-    const size_t count = std::min(window, ranks - first);
+  MergeStats stats;
+  std::vector<detail::RankView> views;
+  detail::AlikeRanks alike;
+  std::vector<std::unique_ptr<trace::RankTrace>> given;  // by rank; a member's freed once grouped
+  size_t added = 0;     // ranks handed in
+  size_t merged = 0;    // ranks whose window is done
+  size_t window = 0;
+  uint64_t records = 0;
+
+  State(int world_size, const MergeOptions& o)
+      : options(o), views(static_cast<size_t>(std::max(world_size, 0))),
+        alike(std::max(world_size, 0)), given(views.size()),
+        // Each rank's own passes (its records alone) run on every CPU; grouping follows rank
+        // order, a window of ranks at a time, so that a member's arrays, and its records when
+        // given, are released before the next window fills its own (peak memory is the
+        // window's, not the job's).
+        window(std::max<size_t>(64, 4 * util::usable_cpus())) {
+    out.world_size = static_cast<int>(views.size());
+    out.replies.resize(views.size());
+  }
+
+  void merge_window() {
+    const size_t first = merged, count = added - merged;
+    std::vector<uint64_t> reordered(count, 0);
     util::parallel_for(count, [&](size_t k) {
       const size_t r = first + k;
       detail::RankView& v = views[r];
-      v.trace = &trace.ranks[r];
       v.rank = static_cast<int32_t>(r);
       out.replies[r] = reply_records(*v.trace);
       v.replies = out.replies[r];
-      out.gap_ns[r] = trace::compute_gaps(*v.trace);
-      v.gaps = out.gap_ns[r];
-      reordered[r] = detail::normalize(v);
+      const std::vector<int64_t> gaps = trace::compute_gaps(*v.trace);
+      v.gaps = gaps;
+      reordered[k] = detail::normalize(v);
+      v.gaps = {};
       v.shape.reserve(v.order.size());
       v.peers.reserve(v.order.size());
       v.part_key.assign(v.trace->records.size(), 0);
@@ -91,7 +97,7 @@ MergedTrace merge(const trace::TraceSet& trace, const MergeOptions& options, Mer
       }
       v.part_keys.seal();
     });
-    for (size_t r = first; r < first + count; ++r) local.reordered += reordered[r];
+    for (uint64_t n : reordered) stats.reordered += n;
     if (options.group_alike) {
       alike.add(views, first, count);
     } else {
@@ -100,13 +106,57 @@ MergedTrace merge(const trace::TraceSet& trace, const MergeOptions& options, Mer
         views[r].members = {views[r].rank};
       }
     }
+    // From here on a member is read through its order and part keys alone (internal.h).
+    for (size_t r = first; r < first + count; ++r) {
+      if (views[r].group == views[r].rank) continue;
+      views[r].trace = nullptr;
+      given[r].reset();
+    }
+    merged = added;
   }
-  for (const detail::RankView& v : views) local.groups += v.group == v.rank;
-  detail::SymbolInterner symbols(views, out.world_size);
-  detail::align(views, std::max(options.lookahead, 0), out, local, symbols);
-  symbols.finish(out);
-  if (stats) *stats = local;
+};
+
+Merger::Merger(int world_size, const MergeOptions& options)
+    : state_(std::make_unique<State>(world_size, options)) {}
+
+Merger::~Merger() = default;
+
+void Merger::add(const trace::RankTrace& rank) {
+  State& s = *state_;
+  if (s.added >= s.views.size()) throw std::logic_error("merge: more ranks than world_size");
+  s.records += rank.records.size();
+  if (s.records >= std::numeric_limits<uint32_t>::max())
+    throw std::length_error("merge: more than 2^32 records in all ranks together");
+  s.views[s.added++].trace = &rank;
+  if (s.added - s.merged == s.window) s.merge_window();
+}
+
+void Merger::add(trace::RankTrace&& rank) {
+  State& s = *state_;
+  if (s.added >= s.views.size()) throw std::logic_error("merge: more ranks than world_size");
+  const size_t r = s.added;
+  s.given[r] = std::make_unique<trace::RankTrace>(std::move(rank));
+  add(*s.given[r]);
+}
+
+MergedTrace Merger::finish(MergeStats* stats) {
+  State& s = *state_;
+  if (s.added != s.views.size()) throw std::logic_error("merge: fewer ranks than world_size");
+  if (s.added > s.merged) s.merge_window();
+  for (const detail::RankView& v : s.views) s.stats.groups += v.group == v.rank;
+  detail::SymbolInterner symbols(s.views, s.out.world_size);
+  detail::align(s.views, std::max(s.options.lookahead, 0), s.out, s.stats, symbols);
+  symbols.finish(s.out);
+  if (stats) *stats = s.stats;
+  MergedTrace out = std::move(s.out);
+  state_.reset();  // the leaders' records and every view, before the caller's next stage
   return out;
+}
+
+MergedTrace merge(const trace::TraceSet& trace, const MergeOptions& options, MergeStats* stats) {
+  Merger merger(static_cast<int>(trace.ranks.size()), options);
+  for (const trace::RankTrace& rank : trace.ranks) merger.add(rank);
+  return merger.finish(stats);
 }
 
 }  // namespace pskel::merge

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -35,9 +36,6 @@ struct MergedTrace {
   int world_size = 0;
   std::vector<Event> events;
   std::vector<Part> parts;
-  // Per rank, per record: ns of computation before it (trace::compute_gaps: from the end of the
-  // rank's previous MPI call to its start, less the rank's wait for a CPU; pseudo-records 0).
-  std::vector<std::vector<int64_t>> gap_ns;
   // Per symbol: a readable description of what the symbol stands for, e.g.
   // "MPI_Isend comm=0 peers=[+1 +1 +1 -]".
   std::vector<std::string> symbol_key;
@@ -94,6 +92,35 @@ struct MergeStats {
 // (MergeStats::groups), and O(n·L) remains for reading, normalising and the parts.
 MergedTrace merge(const trace::TraceSet& trace, const MergeOptions& options = {},
                   MergeStats* stats = nullptr);
+
+// merge() over ranks handed one at a time, in rank order, so that a job's trace need not be
+// held whole: a rank that behaves like an earlier one (MergeStats::groups) is read only in its
+// window of ranks, after which the merge keeps of it 16 bytes a call (its parts, canonical
+// order and part keys). The result is merge()'s, whatever the window.
+//   Merger merger(world_size);
+//   read_trace_dir(dir, {}, [&](RankTrace& r) { merger.add(std::move(r)); });
+//   MergedTrace merged = merger.finish(&stats);
+class Merger {
+ public:
+  explicit Merger(int world_size, const MergeOptions& options = {});
+  ~Merger();
+  Merger(const Merger&) = delete;
+  Merger& operator=(const Merger&) = delete;
+
+  // The next rank (0, 1, ...). Lent: `rank` must stay unchanged until finish(). Given: the
+  // merger frees a grouped member's trace as soon as its window is merged, and keeps the
+  // records of its groups' leaders, which the alignment reads.
+  // Throws std::length_error past 2^32 records in all ranks together, std::logic_error past
+  // world_size ranks.
+  void add(const trace::RankTrace& rank);
+  void add(trace::RankTrace&& rank);
+  // REQUIRES: world_size ranks added; called once. `stats` may be null; it is overwritten.
+  MergedTrace finish(MergeStats* stats = nullptr);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 // The records of `rank` that reply to its last wildcard receive (core/merge/replies.cpp): the
 // first k sends right after an MPI_Recv with MPI_ANY_SOURCE that go to the source it resolved

@@ -4,6 +4,9 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "compress/compress.h"
 #include "looptree/looptree.h"
@@ -77,7 +80,6 @@ struct Fixture {
     constexpr int kRanks = 2;
     trace.ranks.resize(kRanks);
     merged.world_size = kRanks;
-    merged.gap_ns.resize(kRanks);
     for (int r = 0; r < kRanks; ++r) {
       int64_t t = 0;
       for (size_t i = 0; i < symbols.size(); ++i) {
@@ -96,7 +98,6 @@ struct Fixture {
         rec.t_end = rec.t_start + comm(i);
         t = rec.t_end;
         trace.ranks[static_cast<size_t>(r)].records.push_back(rec);
-        merged.gap_ns[static_cast<size_t>(r)].push_back(gap(r, i));
       }
     }
     for (size_t i = 0; i < symbols.size(); ++i) {
@@ -277,4 +278,131 @@ TEST_CASE("looptree: a job of several blocks of ranks gets every rank's facts, a
     CHECK(sends->timing_of(r)->iteration_ns.n == 5);
   }
   CHECK(send.call_of(99) == nullptr);
+}
+
+namespace {
+
+void require_same_events(const lt::Event& a, const lt::Event& b) {
+  REQUIRE(a.id == b.id);
+  REQUIRE(a.symbol == b.symbol);
+  REQUIRE(a.function == b.function);
+  REQUIRE(a.comm == b.comm);
+  REQUIRE(a.op == b.op);
+  REQUIRE(a.flags == b.flags);
+  REQUIRE(a.instances == b.instances);
+  REQUIRE(a.ranks.size() == b.ranks.size());
+  for (size_t j = 0; j < a.ranks.size(); ++j) {
+    const lt::RankCall& x = a.ranks[j];
+    const lt::RankCall& y = b.ranks[j];
+    CAPTURE(x.rank);
+    REQUIRE(x.rank == y.rank);
+    REQUIRE(x.peer == y.peer);
+    REQUIRE(x.source == y.source);
+    REQUIRE(x.root == y.root);
+    REQUIRE(x.send_bytes == y.send_bytes);
+    REQUIRE(x.recv_bytes == y.recv_bytes);
+    REQUIRE(x.tag == y.tag);
+    REQUIRE(x.recv_tag == y.recv_tag);
+    REQUIRE(x.comm_ns.n == y.comm_ns.n);
+    REQUIRE(x.comm_ns.sum() == y.comm_ns.sum());
+    REQUIRE(x.gap_ns.n == y.gap_ns.n);
+    REQUIRE(x.gap_ns.sum() == y.gap_ns.sum());
+    REQUIRE(x.gap_typical.mean == y.gap_typical.mean);
+    REQUIRE(x.gap_typical.blocks == y.gap_typical.blocks);
+    REQUIRE(x.sample.rank == y.sample.rank);
+    REQUIRE(x.sample.record == y.sample.record);
+  }
+}
+
+void require_same_items(const std::vector<lt::Item>& a, const std::vector<lt::Item>& b) {
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    REQUIRE(a[i].is_loop() == b[i].is_loop());
+    if (!a[i].is_loop()) {
+      require_same_events(a[i].event(), b[i].event());
+      continue;
+    }
+    const lt::Loop& x = a[i].loop();
+    const lt::Loop& y = b[i].loop();
+    REQUIRE(x.iterations == y.iterations);
+    REQUIRE(x.executions == y.executions);
+    REQUIRE(x.ranks.size() == y.ranks.size());
+    for (size_t j = 0; j < x.ranks.size(); ++j) {
+      REQUIRE(x.ranks[j].rank == y.ranks[j].rank);
+      REQUIRE(x.ranks[j].entry_gap_ns.sum() == y.ranks[j].entry_gap_ns.sum());
+      REQUIRE(x.ranks[j].iteration_ns.n == y.ranks[j].iteration_ns.n);
+      REQUIRE(x.ranks[j].iteration_ns.sum() == y.ranks[j].iteration_ns.sum());
+    }
+    require_same_items(x.body, y.body);
+  }
+}
+
+}  // namespace
+
+// `pskel compress` reads the trace twice: the merge's ranks (merge::Merger) and then the loop
+// tree's (TreeBuilder), each given one at a time and freed once its window is done. Over 300
+// ranks (windows of 64 per CPU, and the merge's own), a ring of non-blocking sends whose sizes
+// grow, a wildcard receive on rank 0 and a reduce: the tree build() makes from the whole set.
+TEST_CASE("looptree: ranks given one at a time, freed once walked, make build()'s tree") {
+  constexpr int kRanks = 300;
+  std::vector<pskel::test::RankBuilder> w = pskel::test::world(kRanks);
+  for (int32_t r = 0; r < kRanks; ++r) {
+    w[r].timing(1000 + 7 * r, 10 + r % 5);
+    w[r].add(pskel::test::Fn::MPI_Init);
+    for (int i = 0; i < 30; ++i) {
+      const uint32_t recv = w[r].irecv((r + kRanks - 1) % kRanks, i % 3, 100 + i);
+      const uint32_t send = w[r].isend((r + 1) % kRanks, i % 3, 100 + i);
+      w[r].complete(pskel::test::Fn::MPI_Waitall, {recv, send});
+      w[r].collective(pskel::test::Fn::MPI_Reduce, 8, i % kRanks, tr::Op::sum);
+    }
+    if (r == 0) {
+      for (int32_t from = 1; from < 4; ++from) w[r].recv_any(from);
+    } else if (r < 4) {
+      w[r].send(0);
+    }
+    w[r].add(pskel::test::Fn::MPI_Finalize);
+  }
+  const tr::TraceSet trace = pskel::test::trace_set(w);
+  pskel::merge::Merger merger(kRanks);
+  for (const tr::RankTrace& rank : trace.ranks) merger.add(tr::RankTrace(rank));
+  const pskel::merge::MergedTrace merged = merger.finish();
+  const pskel::compress::Sequence folded = pskel::compress::compress(merged.symbols());
+  const lt::LoopTree whole = lt::build(trace, pskel::merge::merge(trace), folded);
+
+  lt::TreeBuilder builder(merged, folded);
+  for (const tr::RankTrace& rank : trace.ranks) builder.add(tr::RankTrace(rank));
+  const lt::LoopTree given = builder.finish();
+  CHECK(lt::to_string(given) == lt::to_string(whole));
+  CHECK(given.merged_events == whole.merged_events);
+  require_same_items(given.items, whole.items);
+  const lt::MainLoop main = lt::main_loop(given);
+  REQUIRE(main.loop != nullptr);
+  CHECK(main.loop->iterations == 30);
+  // What the records said, read while each window was walked: peers, sizes, roots, gaps.
+  REQUIRE(main.loop->body.size() == 4);
+  const lt::Event& irecv = main.loop->body[0].event();
+  const lt::Event& isend = main.loop->body[1].event();
+  const lt::Event& reduce = main.loop->body[3].event();
+  CHECK(lt::describe(isend).starts_with("MPI_Isend(r0:+1 r1:+1"));
+  REQUIRE(isend.ranks.size() == kRanks);
+  for (int32_t r : {0, 63, 64, 200, kRanks - 1}) {
+    CAPTURE(r);
+    const lt::RankCall& send = isend.ranks[static_cast<size_t>(r)];
+    CHECK(send.peer == (r + 1) % kRanks);
+    CHECK(send.send_bytes.kind == lt::Rule::Kind::linear);
+    CHECK(send.send_bytes.at(0) == 800);
+    CHECK(send.send_bytes.at(29) == 8 * 129);
+    CHECK(send.tag.kind == lt::Rule::Kind::periodic);
+    CHECK(send.gap_ns.mean == doctest::Approx(1000 + 7 * r));
+    CHECK(irecv.ranks[static_cast<size_t>(r)].source == (r + kRanks - 1) % kRanks);
+    CHECK(reduce.ranks[static_cast<size_t>(r)].root.kind == lt::Rule::Kind::linear);
+    CHECK(reduce.ranks[static_cast<size_t>(r)].root.at(29) == 29);
+  }
+  CHECK(reduce.op == static_cast<uint8_t>(tr::Op::sum));
+  CHECK(lt::describe(given.items.back().event()) == "MPI_Finalize");
+  CHECK(lt::to_string(given).find("MPI_Recv(any)") != std::string::npos);
+
+  lt::TreeBuilder short_of_one(merged, folded);
+  for (int32_t r = 0; r + 1 < kRanks; ++r) short_of_one.add(trace.ranks[static_cast<size_t>(r)]);
+  CHECK_THROWS_AS(short_of_one.finish(), std::logic_error);
 }

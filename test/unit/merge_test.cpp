@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <functional>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 
 #include "merge/internal.h"
 #include "merge/merge.h"
+#include "trace/gaps.h"
 #include "merge_checks.h"
 #include "trace_builder.h"
 
@@ -589,6 +591,21 @@ TEST_CASE("ranks with extra calls in the middle are merged through the look-ahea
   CHECK(stats.forced == 0);
 }
 
+TEST_CASE("a merger takes exactly world_size ranks, in order") {
+  auto ranks = world(3);
+  for (auto& b : ranks) b.collective(Fn::MPI_Barrier);
+  const tr::TraceSet set = trace_set(ranks);
+  mg::Merger short_of_one(3);
+  short_of_one.add(set.ranks[0]);
+  short_of_one.add(set.ranks[1]);
+  CHECK_THROWS_AS(short_of_one.finish(), std::logic_error);
+  mg::Merger one_too_many(2);
+  one_too_many.add(set.ranks[0]);
+  one_too_many.add(set.ranks[1]);
+  CHECK_THROWS_AS(one_too_many.add(tr::RankTrace(set.ranks[2])), std::logic_error);
+  CHECK(one_too_many.finish().events.size() == 1);
+}
+
 TEST_CASE("gaps: compute time before each call, pseudo-records skipped, negatives clamped") {
   auto ranks = world(2);
   RankBuilder& b = ranks[0];
@@ -607,10 +624,8 @@ TEST_CASE("gaps: compute time before each call, pseudo-records skipped, negative
   r->t_start = r->t_end = 1300;
   ranks[1].add(Fn::MPI_Init).t_start = 70;
   const tr::TraceSet set = trace_set(ranks);
-  const mg::MergedTrace m = merged(set);
-  REQUIRE(m.gap_ns.size() == 2);
-  CHECK(m.gap_ns[0] == std::vector<int64_t>{0, 0, 100, 0, 1000});
-  CHECK(m.gap_ns[1] == std::vector<int64_t>{70});
+  CHECK(tr::compute_gaps(set.ranks[0]) == std::vector<int64_t>{0, 0, 100, 0, 1000});
+  CHECK(tr::compute_gaps(set.ranks[1]) == std::vector<int64_t>{70});
 }
 
 TEST_CASE("a wildcard receive has one symbol whatever source it was resolved to") {
@@ -713,7 +728,7 @@ TEST_CASE("empty inputs: no ranks, ranks without calls, ranks with only pseudo-r
   const mg::MergedTrace m = merged(set);
   REQUIRE(m.events.size() == 1);
   CHECK(ranks_of(m, m.events[0]) == std::vector<int32_t>{2});
-  CHECK(m.gap_ns[1] == std::vector<int64_t>{0});
+  CHECK(tr::compute_gaps(set.ranks[1]) == std::vector<int64_t>{0});
 }
 
 // The parts of event e make one statement: every part that has a peer has it at the same

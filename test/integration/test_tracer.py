@@ -104,8 +104,15 @@ class CalibrationProbes(unittest.TestCase):
                     median_ns = statistics.median(int(ns) for _, _, ns in probes)
                     self.assertLess(abs(median_ns / 5e5 - 1), 0.5, median_ns)
         meta, compute = traced["5"]
-        for at_init, in_run in zip(meta["work_ns_per_unit"], meta["work_ns_per_unit_in_run"]):
-            self.assertLess(abs(in_run / at_init - 1), 0.2, (at_init, in_run))
+        # A slow moment of the host only ever inflates a calibration, and one of 18 ms at
+        # MPI_Init can be 30 % high on a shared VM (what the probes are for): the probes are
+        # checked against the lower of the MPI_Init and MPI_Finalize measurements.
+        for at_init, at_finalize, in_run in zip(meta["work_ns_per_unit"],
+                                                meta.get("work_ns_per_unit_at_finalize",
+                                                         [-1, -1]),
+                                                meta["work_ns_per_unit_in_run"]):
+            undisturbed = min(at_init, at_finalize) if at_finalize > 0 else at_init
+            self.assertLess(abs(in_run / undisturbed - 1), 0.2, (at_init, at_finalize, in_run))
         self.assertEqual(traced["0"][0]["work_ns_per_unit_in_run"], [-1, -1])  # no sampling
         self.assertLess(abs(compute / traced["0"][1] - 1), 0.05, (compute, traced["0"][1]))
 

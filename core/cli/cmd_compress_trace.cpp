@@ -69,22 +69,12 @@ int compress_trace_dir(const CompressTraceArgs& args) {
 
   double annotate_seconds = 0;
   looptree::TreeBuilder builder(merged, folded);
-  std::string changed;  // the first rank whose trace is not the one merged
-  read = trace::read_trace_dir(args.dir, {}, [&](trace::RankTrace& rank) {
-    const auto r = static_cast<size_t>(rank.header.rank);
-    if (!changed.empty()) return;
-    if (r >= records_of.size() || rank.records.size() != records_of[r]) {
-      changed = rank.source;
-      return;
-    }
+  read = trace::reread_trace_dir(args.dir, records_of, [&](trace::RankTrace& rank) {
     start = std::chrono::steady_clock::now();
     builder.add(std::move(rank));
     annotate_seconds += seconds_since(start);
   });
   if (!read) return fail(read.error().line());
-  if (!changed.empty())
-    return fail(fmt::format("{}: changed while pskel read it (another run writing to {}?)",
-                            changed, args.dir));
   start = std::chrono::steady_clock::now();
   const looptree::LoopTree tree = builder.finish();
   annotate_seconds += seconds_since(start);

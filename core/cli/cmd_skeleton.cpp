@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "child/child.h"
@@ -39,27 +41,31 @@ std::string first_line(const std::string& text) {
   return text.substr(start, end == std::string::npos ? std::string::npos : end - start);
 }
 
-// Reads the trace; a job that did not finish gets an error saying so.
-Result<trace::TraceSet> read_complete_trace(const std::string& dir) {
-  auto read = trace::read_trace_dir(dir);
+// Why a trace directory that read_trace_dir refused or whose meta.json says it is incomplete
+// cannot give a skeleton: a job that did not finish gets an error saying so.
+Error incomplete_trace(const std::string& dir, const Result<trace::TraceSet>& read) {
   if (read) {
-    const auto& meta = read.value().meta;
-    if (meta.is_object() && meta.contains("complete") && meta["complete"] == false)
-      return Error{dir, "meta.json says the trace is incomplete (a rank failed to write or "
-                        "dropped records): a skeleton needs a complete trace"};
-    return read;
+    return Error{dir, "meta.json says the trace is incomplete (a rank failed to write or "
+                      "dropped records): a skeleton needs a complete trace"};
   }
   trace::ReadOptions lenient;
   lenient.allow_truncated = true;
-  auto partial = trace::read_trace_dir(dir, lenient);
-  if (!partial) return read.error();
-  for (const trace::RankTrace& rank : partial.value().ranks)
-    if (!rank.complete)
-      return Error{dir, fmt::format("the traced job did not finish ({} has no end block: "
-                                    "killed, or it never reached MPI_Finalize); a skeleton needs a "
-                                    "complete trace",
-                                    rank.source)};
+  std::string unfinished;  // the first rank file without an end block
+  auto partial = trace::read_trace_dir(dir, lenient, [&](trace::RankTrace& rank) {
+    if (!rank.complete && unfinished.empty()) unfinished = rank.source;
+    rank.drop_records();
+  });
+  if (partial && !unfinished.empty())
+    return Error{dir, fmt::format("the traced job did not finish ({} has no end block: "
+                                  "killed, or it never reached MPI_Finalize); a skeleton needs a "
+                                  "complete trace",
+                                  unfinished)};
   return read.error();
+}
+
+bool marked_incomplete(const trace::TraceSet& trace) {
+  const auto& meta = trace.meta;
+  return meta.is_object() && meta.contains("complete") && meta["complete"] == false;
 }
 
 struct Options {
@@ -87,18 +93,40 @@ int run(const Options& opt) {
 
   const auto start = std::chrono::steady_clock::now();
   progress::Progress progress_line("pskel skeleton", progress::wanted(opt.json));
-  progress_line.phase("read trace");
-  auto read = read_complete_trace(opt.dir);
-  if (!read) return fail(read.error().line());
+  // The trace is read three times, a window of ranks at a time, so that a job's trace is never
+  // held whole: by the merge, by the loop tree, and by the skeleton's analysis. What is kept of
+  // each rank across the reads is its header and samples.
+  progress_line.phase("read trace and merge");
+  std::optional<merge::Merger> merger;
+  std::vector<uint64_t> records_of;  // per rank, from the first read
+  auto read = trace::read_trace_dir(opt.dir, {}, [&](trace::RankTrace& rank) {
+    if (!merger) merger.emplace(rank.header.world_size);
+    records_of.push_back(rank.records.size());
+    trace::RankTrace kept = rank.without_records();
+    merger->add(std::move(rank));
+    rank = std::move(kept);
+    progress_line.detail(fmt::format("{} ranks", records_of.size()));
+  });
+  if (!read || marked_incomplete(read.value())) return fail(incomplete_trace(opt.dir, read).line());
   const trace::TraceSet& trace = read.value();
-  progress_line.detail(fmt::format("{} ranks", trace.ranks.size()));
-  progress_line.phase("merge");
-  const merge::MergedTrace merged = merge::merge(trace);
-  progress_line.detail(fmt::format("{} events", merged.symbols().size()));
+  const merge::MergedTrace merged = merger->finish();
+  progress_line.detail(fmt::format("{} ranks, {} events", trace.ranks.size(), merged.events.size()));
   progress_line.phase("loop compression");
   const compress::Sequence folded = compress::compress(merged.symbols());
   progress_line.phase("loop tree");
-  const looptree::LoopTree tree = looptree::build(trace, merged, folded);
+  looptree::TreeBuilder builder(merged, folded);
+  auto reread = trace::reread_trace_dir(opt.dir, records_of, [&](trace::RankTrace& rank) {
+    builder.add(std::move(rank));
+  });
+  if (!reread) return fail(reread.error().line());
+  const looptree::LoopTree tree = builder.finish();
+  progress_line.phase("analyse");
+  skeleton::Generator generator(trace, merged, tree);
+  reread = trace::reread_trace_dir(opt.dir, records_of, [&](trace::RankTrace& rank) {
+    generator.add(rank);
+    rank.drop_records();
+  });
+  if (!reread) return fail(reread.error().line());
   progress_line.phase("generate");
 
   skeleton::Options options;
@@ -117,7 +145,7 @@ int run(const Options& opt) {
     }
   }
   options.name = name.empty() ? opt.dir : name;
-  auto generated = skeleton::generate(trace, merged, tree, options);
+  auto generated = generator.finish(options);
   if (!generated) return fail(generated.error().line());
   skeleton::Skeleton& sk = generated.value();
 

@@ -296,16 +296,6 @@ class Emitter {
                        tables_.ints(hint(*info.event, "in_place"), v, present_of(*info.event)), buffer);
   }
 
-  const tr::Record& sample(const EventInfo& info, size_t j) const {
-    const lt::RankCall& c = info.event->ranks[j];
-    return trace_.ranks[static_cast<size_t>(c.rank)].records[c.sample.record];
-  }
-  std::vector<int64_t> sample_aux(const EventInfo& info, size_t j) const {
-    const lt::RankCall& c = info.event->ranks[j];
-    const auto aux = trace_.ranks[static_cast<size_t>(c.rank)].aux_of(c.sample.record);
-    return {aux.begin(), aux.end()};
-  }
-
   int comm_size(int comm) const {
     if (comm == 0) return a_.world_size;
     if (comm == 1) return 1;
@@ -1125,8 +1115,7 @@ class Emitter {
 
   // Count list `which` (0: send, 1: receive) of a v-collective sample, in bytes.
   std::vector<int64_t> count_list(const EventInfo& info, size_t j, int which) const {
-    const std::vector<int64_t> aux = sample_aux(info, j);
-    const tr::Record& rec = sample(info, j);
+    const std::vector<int64_t>& aux = info.count_lists[j];
     std::vector<std::vector<int64_t>> lists;
     size_t at = 0;
     while (at < aux.size()) {
@@ -1147,8 +1136,8 @@ class Emitter {
     if (pick >= lists.size()) return out;
     const uint32_t size = recv_list || fn == FunctionId::MPI_Allgatherv || fn == FunctionId::MPI_Gatherv ||
                                   fn == FunctionId::MPI_Reduce_scatter
-                              ? (rec.recv_type_size ? rec.recv_type_size : rec.type_size)
-                              : rec.type_size;
+                              ? (info.recv_type_size[j] ? info.recv_type_size[j] : info.type_size[j])
+                              : info.type_size[j];
     for (int64_t c : lists[pick]) out.push_back(c * static_cast<int64_t>(size));
     return out;
   }
@@ -1182,8 +1171,7 @@ class Emitter {
       case FunctionId::MPI_Exscan:
       case FunctionId::MPI_Reduce_scatter_block: {
         const size_t ref = reference(info);
-        const tr::Record& rec = sample(info, ref);
-        const Reduction t = reduction_type(e.op, rec.type_size);
+        const Reduction t = reduction_type(e.op, info.type_size[ref]);
         if (static_cast<tr::Op>(e.op) == tr::Op::user || static_cast<tr::Op>(e.op) == tr::Op::replace)
           substitutions.insert("user-defined or unusual reduction op: MPI_SUM instead");
         if ((info.flags[ref] & tr::kFlagInPlace) != 0)
@@ -1203,8 +1191,7 @@ class Emitter {
         return;
       }
       case FunctionId::MPI_Reduce_scatter: {
-        const tr::Record& rec = sample(info, 0);
-        const uint32_t size = rec.type_size ? rec.type_size : rec.recv_type_size;
+        const uint32_t size = info.type_size[0] ? info.type_size[0] : info.recv_type_size[0];
         const Reduction t = reduction_type(e.op, size);
         std::vector<int64_t> bytes = count_list(info, 0, 1);
         std::vector<int64_t> counts;
@@ -1417,9 +1404,10 @@ std::string loop_text(const lt::Loop& loop) {
 }  // namespace
 }  // namespace detail
 
-Result<Skeleton> generate(const trace::TraceSet& trace, const merge::MergedTrace& merged,
-                          const looptree::LoopTree& tree, const Options& options) {
-  auto analysed = detail::analyse(trace, merged, tree);
+namespace {
+
+Result<Skeleton> generate_from(const trace::TraceSet& trace, const looptree::LoopTree& tree,
+                               Result<detail::Analysis> analysed, const Options& options) {
   if (!analysed) return analysed.error();
   detail::Analysis& a = analysed.value();
   detail::plan_groups(tree, a);
@@ -1503,6 +1491,35 @@ Result<Skeleton> generate(const trace::TraceSet& trace, const merge::MergedTrace
       {"events", a.events.size()},
   };
   return out;
+}
+
+}  // namespace
+
+struct Generator::State {
+  State(const trace::TraceSet& trace, const merge::MergedTrace& merged,
+        const looptree::LoopTree& tree)
+      : trace(trace), tree(tree), analysis(trace, merged, tree) {}
+  const trace::TraceSet& trace;
+  const looptree::LoopTree& tree;
+  detail::AnalysisBuilder analysis;
+};
+
+Generator::Generator(const trace::TraceSet& trace, const merge::MergedTrace& merged,
+                     const looptree::LoopTree& tree)
+    : state_(std::make_unique<State>(trace, merged, tree)) {}
+Generator::~Generator() = default;
+
+void Generator::add(const trace::RankTrace& rank) { state_->analysis.add(rank); }
+
+Result<Skeleton> Generator::finish(const Options& options) {
+  return generate_from(state_->trace, state_->tree, state_->analysis.finish(), options);
+}
+
+Result<Skeleton> generate(const trace::TraceSet& trace, const merge::MergedTrace& merged,
+                          const looptree::LoopTree& tree, const Options& options) {
+  Generator generator(trace, merged, tree);
+  for (const trace::RankTrace& rank : trace.ranks) generator.add(rank);
+  return generator.finish(options);
 }
 
 }  // namespace pskel::skeleton

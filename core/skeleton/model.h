@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -56,6 +57,10 @@ struct EventInfo {
   std::vector<std::vector<uint32_t>> frees;  // Request_free: per instance, the creating event
   std::vector<int64_t> passed;              // completions and Startall: the count passed
   std::vector<uint8_t> flags;               // the sample's flags
+  std::vector<uint32_t> type_size;          // the sample's datatype sizes (Record::type_size,
+  std::vector<uint32_t> recv_type_size;     // Record::recv_type_size)
+  std::vector<std::vector<int64_t>> count_lists;  // collectives: the sample's aux words (the
+                                                  // count lists of a v-collective)
   std::string skip;                         // why the skeleton cannot make this call ("" = it can)
 };
 
@@ -98,6 +103,29 @@ struct Analysis {
 // Walks the tree against the merged trace; fills events, event_of, comms, requests.
 Result<Analysis> analyse(const tr::TraceSet& trace, const merge::MergedTrace& merged,
                          const lt::LoopTree& tree);
+
+// analyse() over the ranks handed one at a time, in rank order, so that the trace need not be
+// held whole: `trace` gives each rank's header and samples and the meta (its records are not
+// read), add() reads one rank's records. What the skeleton needs of a record later (datatype
+// sizes, v-counts) is copied into the analysis.
+class AnalysisBuilder {
+ public:
+  // `merged` and `tree` outlive the builder and the analysis.
+  AnalysisBuilder(const tr::TraceSet& trace, const merge::MergedTrace& merged,
+                  const lt::LoopTree& tree);
+  ~AnalysisBuilder();
+  AnalysisBuilder(const AnalysisBuilder&) = delete;
+  AnalysisBuilder& operator=(const AnalysisBuilder&) = delete;
+  // The next rank (0, 1, ...), the records the merge read; not kept.
+  void add(const tr::RankTrace& rank);
+  // analyse()'s errors, a rank with fewer records than were merged, or not every rank added.
+  // Called once.
+  Result<Analysis> finish();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 // Fills Analysis::groups: orders and deadlock plans, innermost bodies first.
 void plan_groups(const lt::LoopTree& tree, Analysis& analysis);

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <span>
 #include <string>
@@ -56,6 +57,31 @@ struct Skeleton {
 // tree that does not match the merged trace, an empty trace.
 Result<Skeleton> generate(const trace::TraceSet& trace, const merge::MergedTrace& merged,
                           const looptree::LoopTree& tree, const Options& options);
+
+// generate() over the ranks handed one at a time, in rank order, so that a job's trace need not
+// be held whole (a third read, after merge::Merger's and looptree::TreeBuilder's): `trace` gives
+// every rank's header and samples and the meta, and its records may have been dropped; add()
+// reads one rank's records and keeps what the skeleton needs of them.
+//   Generator generator(trace_without_records, merged, tree);
+//   read_trace_dir(dir, {}, [&](RankTrace& r) { generator.add(r); r.drop_records(); });
+//   Result<Skeleton> skeleton = generator.finish(options);
+class Generator {
+ public:
+  // REQUIRES: as generate()'s; `trace`, `merged` and `tree` outlive the generator.
+  Generator(const trace::TraceSet& trace, const merge::MergedTrace& merged,
+            const looptree::LoopTree& tree);
+  ~Generator();
+  Generator(const Generator&) = delete;
+  Generator& operator=(const Generator&) = delete;
+  // The next rank (0, 1, ...), the same records the merge read; not kept.
+  void add(const trace::RankTrace& rank);
+  // generate()'s errors, and a rank with fewer records than were merged. Called once.
+  Result<Skeleton> finish(const Options& options);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 // The runtime sources a skeleton is compiled with (pskel_runtime.h/.c, work.h/.c), embedded at
 // build time from skeletons/, so that an output directory builds anywhere.

@@ -363,6 +363,23 @@ Result<TraceSet> read_trace_dir(const std::string& dir, const ReadOptions& optio
   return set;
 }
 
+Result<TraceSet> reread_trace_dir(const std::string& dir, std::span<const uint64_t> records_of,
+                                  const std::function<void(RankTrace&)>& visit) {
+  std::string changed;  // the first rank whose trace is not the one read before
+  auto read = read_trace_dir(dir, {}, [&](RankTrace& rank) {
+    const auto r = static_cast<size_t>(rank.header.rank);
+    if (!changed.empty()) return;
+    if (r >= records_of.size() || rank.records.size() != records_of[r]) {
+      changed = rank.source;
+      return;
+    }
+    visit(rank);
+  });
+  if (read && !changed.empty())
+    return Error{changed, fmt::format("changed while pskel read it (another run writing to {}?)", dir)};
+  return read;
+}
+
 std::string host_name(const FileHeader& header) {
   return std::string(header.hostname, strnlen(header.hostname, sizeof header.hostname));
 }

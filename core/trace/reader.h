@@ -43,6 +43,20 @@ struct RankTrace {
   std::span<const int64_t> aux_of(size_t record) const {
     return {aux.data() + aux_begin[record], records[record].aux_words};
   }
+  // A copy without the records and their aux words (header, source, end block, samples): what
+  // a caller keeps of a rank whose records it hands on to be freed.
+  RankTrace without_records() const {
+    RankTrace copy;
+    copy.source = source;
+    copy.header = header;
+    copy.end = end;
+    copy.complete = complete;
+    copy.unknown_records = unknown_records;
+    copy.run_delay = run_delay;
+    copy.probes = probes;
+    copy.footprint_bytes = footprint_bytes;
+    return copy;
+  }
   // Frees the records and their aux words; the header, end block and samples stay.
   void drop_records() {
     // Swapped with empty ones: `records = {}` would keep the capacity.
@@ -75,6 +89,11 @@ Result<TraceSet> read_trace_dir(const std::string& dir, const ReadOptions& optio
 // the ranks of the window that has it are not visited.
 Result<TraceSet> read_trace_dir(const std::string& dir, const ReadOptions& options,
                                 const std::function<void(RankTrace&)>& visit);
+// The same, to read a trace again after a read that noted each rank's record count in
+// `records_of`: a rank whose count differs now (another run writing to the directory) is the
+// error, naming its file, and neither it nor any rank after it is visited.
+Result<TraceSet> reread_trace_dir(const std::string& dir, std::span<const uint64_t> records_of,
+                                  const std::function<void(RankTrace&)>& visit);
 
 // What `pskel info` reports. Events are MPI calls (the tracer's pseudo-records not counted).
 struct TraceSummary {

@@ -40,12 +40,27 @@ Built build(std::vector<RankBuilder>& ranks, double ns_per_unit = 2.0) {
   return b;
 }
 
+// `b`'s ranks handed one at a time to a Generator whose set holds no records, as
+// `pskel skeleton` reads a trace.
+pskel::Result<sk::Skeleton> generate_streamed(const Built& b, const sk::Options& o) {
+  tr::TraceSet kept = b.trace;
+  for (tr::RankTrace& rank : kept.ranks) rank.drop_records();
+  sk::Generator generator(kept, b.merged, b.tree);
+  for (const tr::RankTrace& rank : b.trace.ranks) generator.add(rank);
+  return generator.finish(o);
+}
+
+// Every skeleton of these tests is also made from the ranks one at a time, and must be the same.
 sk::Skeleton generate(const Built& b, int64_t scale = 1) {
   sk::Options o;
   o.scale = scale;
   o.name = "test";
   auto g = sk::generate(b.trace, b.merged, b.tree, o);
   REQUIRE_MESSAGE(g.ok(), g.error().line());
+  auto streamed = generate_streamed(b, o);
+  REQUIRE_MESSAGE(streamed.ok(), streamed.error().line());
+  CHECK(streamed.value().source == g.value().source);
+  CHECK(streamed.value().description == g.value().description);
   return g.value();
 }
 
@@ -497,6 +512,34 @@ TEST_CASE("skeleton: a loop tree of another trace is refused") {
   auto g = sk::generate(a.trace, a.merged, b.tree, sk::Options{});
   REQUIRE(!g.ok());
   CHECK(has(g.error().line(), "does not match"));
+}
+
+TEST_CASE("skeleton: a rank handed to the generator with fewer records than were merged is an error") {
+  auto w = halo_ring(4, 20);
+  Built b = build(w);
+  tr::TraceSet kept = b.trace;
+  for (tr::RankTrace& rank : kept.ranks) rank.drop_records();
+  sk::Generator generator(kept, b.merged, b.tree);
+  for (size_t r = 0; r < b.trace.ranks.size(); ++r) {
+    tr::RankTrace rank = b.trace.ranks[r];
+    rank.source = "rank." + std::to_string(r) + ".pskt";
+    if (r == 2) rank.records.resize(rank.records.size() / 2);
+    generator.add(rank);
+  }
+  auto g = generator.finish(sk::Options{});
+  REQUIRE_FALSE(g.ok());
+  CHECK(g.error().file == "rank.2.pskt");
+  CHECK(has(g.error().what, "fewer than were merged"));
+}
+
+TEST_CASE("skeleton: a generator given fewer ranks than the trace has is an error") {
+  auto w = halo_ring(4, 20);
+  Built b = build(w);
+  sk::Generator generator(b.trace, b.merged, b.tree);
+  for (size_t r = 0; r + 1 < b.trace.ranks.size(); ++r) generator.add(b.trace.ranks[r]);
+  auto g = generator.finish(sk::Options{});
+  REQUIRE_FALSE(g.ok());
+  CHECK(has(g.error().what, "3 of the trace's 4 ranks"));
 }
 
 TEST_CASE("skeleton: the runtime sources are embedded and listed for compiling") {

@@ -12,9 +12,8 @@
 
 namespace pskel::model {
 
-Run run_of_trace(const trace::TraceSet& trace);
-
 // A trace directory (DIR/meta.json) or a counter directory (DIR/rank.N.json), whichever DIR is.
+// A trace is read a window of ranks at a time, never whole.
 Result<Run> read_run(const std::string& dir);
 
 }  // namespace pskel::model

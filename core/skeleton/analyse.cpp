@@ -120,6 +120,7 @@ struct AnalysisBuilder::State {
     for (int r = 0; r < out_.world_size; ++r) world.members.push_back(r);
     add_comm(std::move(world));
     add_comm(Comm{});  // MPI_COMM_SELF
+    participant_of_.assign(out_.events.size(), -1);
     calls_of_.resize(trace.ranks.size());
     for (const EventInfo& info : out_.events) {
       if (info.event == nullptr) continue;
@@ -256,6 +257,30 @@ struct AnalysisBuilder::State {
     uint32_t event, participant, from;
     int32_t rank;
   };
+  // What each instance of a completion completed, in instance order. Nearly always every
+  // instance completes the same events: that is kept as one list and a count, and the lists
+  // are kept one by one only from the first instance that differs.
+  class InstanceLists {
+   public:
+    size_t size() const { return alike_ + rest_.size(); }
+    bool all_alike() const { return rest_.empty(); }
+    const std::vector<uint32_t>& operator[](size_t i) const {
+      return i < alike_ ? first_ : rest_[i - alike_];
+    }
+    void push_back(const std::vector<uint32_t>& list) {
+      if (alike_ == 0) first_ = list;
+      if (rest_.empty() && list == first_) {
+        ++alike_;
+      } else {
+        rest_.push_back(list);
+      }
+    }
+
+   private:
+    std::vector<uint32_t> first_;
+    size_t alike_ = 0;  // instances [0, alike_) completed first_
+    std::vector<std::vector<uint32_t>> rest_;
+  };
 
   void add_comm(Comm c) {
     out_.comms.push_back(std::move(c));
@@ -363,6 +388,8 @@ struct AnalysisBuilder::State {
   // complete or free it.
   void requests(int32_t r, const tr::RankTrace& rt) {
     const auto& of = out_.event_of[static_cast<size_t>(r)];
+    for (const Call& at : calls_of_[static_cast<size_t>(r)])
+      participant_of_[at.event] = static_cast<int32_t>(at.participant);
     std::unordered_map<int64_t, uint32_t> creator;  // request id -> creating event
     std::unordered_map<uint32_t, std::vector<int64_t>> persistent;  // init event -> live ids
     uint32_t last_completion = kNoEvent;            // for a Wait after a Test
@@ -370,7 +397,7 @@ struct AnalysisBuilder::State {
       const uint32_t e = of[i];
       if (e == kNoEvent) continue;
       EventInfo& info = out_.events[e];
-      const int j = participant(*info.event, r);
+      const int j = participant_of_[e];
       if (j < 0) continue;
       const tr::Record& rec = rt.records[i];
       const auto aux = rt.aux_of(i);
@@ -415,7 +442,8 @@ struct AnalysisBuilder::State {
       }
       if (info.kind != FunctionKind::completion) continue;
       // Multiplicity per creating event in this instance; the completion covers the maximum.
-      std::vector<std::pair<uint32_t, uint32_t>> here;
+      std::vector<std::pair<uint32_t, uint32_t>>& here = here_;
+      here.clear();
       for (size_t w = 0; w + tr::kCompletionWords <= aux.size(); w += tr::kCompletionWords) {
         const auto it = creator.find(aux[w]);
         if (it == creator.end()) continue;
@@ -432,10 +460,10 @@ struct AnalysisBuilder::State {
       // What each instance completed, for completions whose instances differ by phase.
       auto& seq = instance_lists_[instance_key(e, static_cast<uint32_t>(j))];
       if (seq.size() < kMaxInstanceLists) {
-        std::vector<uint32_t> list;
-        for (const auto& [ev, times] : here) list.insert(list.end(), times, ev);
-        std::sort(list.begin(), list.end());
-        seq.push_back(std::move(list));
+        list_.clear();
+        for (const auto& [ev, times] : here) list_.insert(list_.end(), times, ev);
+        std::sort(list_.begin(), list_.end());
+        seq.push_back(list_);
       }
       // A completion that found nothing to complete (its request was completed by a test
       // before it) covers what that test covers: in the skeleton the test may fail.
@@ -444,15 +472,15 @@ struct AnalysisBuilder::State {
         inherit_.push_back({e, static_cast<uint32_t>(j), last_completion, r});
       last_completion = e;
     }
+    for (const Call& at : calls_of_[static_cast<size_t>(r)]) participant_of_[at.event] = -1;
   }
 
   // Completions whose instances complete different events in turn: the smallest period whose
   // phases complete disjoint sets of events (which requests of a set a phase completes may vary
   // with timing: tests before it completed the others).
-  static uint32_t phase_period(const std::vector<std::vector<uint32_t>>& seq) {
+  static uint32_t phase_period(const InstanceLists& seq) {
     // The common case, every instance completing the same events: no two phases are disjoint.
-    if (std::all_of(seq.begin(), seq.end(), [&](const auto& list) { return list == seq.front(); }))
-      return 1;
+    if (seq.all_alike()) return 1;
     for (uint32_t p = 2; p <= kMaxPeriod && 2 * p <= seq.size(); ++p) {
       std::vector<std::set<uint32_t>> phase(p);
       for (size_t i = 0; i < seq.size(); ++i) phase[i % p].insert(seq[i].begin(), seq[i].end());
@@ -512,7 +540,11 @@ struct AnalysisBuilder::State {
   static uint64_t instance_key(uint32_t event, uint32_t participant) {
     return (uint64_t{event} << 32) | participant;
   }
-  std::unordered_map<uint64_t, std::vector<std::vector<uint32_t>>> instance_lists_;
+  std::unordered_map<uint64_t, InstanceLists> instance_lists_;
+  std::vector<int32_t> participant_of_;  // the current rank: event -> participant index, or -1
+  // Scratch of requests(), kept to spare an allocation per completion.
+  std::vector<std::pair<uint32_t, uint32_t>> here_;
+  std::vector<uint32_t> list_;
 };
 
 AnalysisBuilder::AnalysisBuilder(const tr::TraceSet& trace, const merge::MergedTrace& merged,

@@ -418,6 +418,24 @@ TEST_CASE("skeleton: non-blocking requests are completed by the completions that
   CHECK((has(s.source, "1 - rank") || has(s.source, "(rank + 1) % size")));
 }
 
+TEST_CASE("skeleton: a completion whose instances complete different requests in turn follows them") {
+  auto w = pskel::test::world(2);
+  for (int r = 0; r < 2; ++r) {
+    w[r].add(Fn::MPI_Init);
+    for (int i = 0; i < 10; ++i) {
+      const uint32_t a = w[r].irecv(1 - r, 3, 50);
+      const uint32_t b = w[r].isend(1 - r, 3, 50);
+      w[r].complete(Fn::MPI_Wait, {a});  // the two Waits fold into one event: (Wait)^2
+      w[r].complete(Fn::MPI_Wait, {b});
+    }
+    w[r].add(Fn::MPI_Finalize);
+  }
+  const sk::Skeleton s = generate(build(w));
+  CHECK(has(s.source, "% 2) {  /* instances complete different requests in turn */"));
+  CHECK(count(s.source, "case 0:") == 1);
+  CHECK(count(s.source, "case 1:") == 1);
+}
+
 TEST_CASE("skeleton: persistent requests are made once, started and completed in the loop, freed") {
   auto w = pskel::test::world(2);
   for (int r = 0; r < 2; ++r) {

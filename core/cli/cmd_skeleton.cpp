@@ -99,13 +99,18 @@ int run(const Options& opt) {
   progress_line.phase("read trace and merge");
   std::optional<merge::Merger> merger;
   std::vector<uint64_t> records_of;  // per rank, from the first read
+  const auto show_rank = [&](const trace::RankTrace& rank) {  // a window of ranks at a time
+    const int32_t n = rank.header.rank + 1;
+    if (n % 1024 == 0 || n == rank.header.world_size)
+      progress_line.detail(fmt::format("{} of {} ranks", n, rank.header.world_size));
+  };
   auto read = trace::read_trace_dir(opt.dir, {}, [&](trace::RankTrace& rank) {
     if (!merger) merger.emplace(rank.header.world_size);
     records_of.push_back(rank.records.size());
     trace::RankTrace kept = rank.without_records();
     merger->add(std::move(rank));
     rank = std::move(kept);
-    progress_line.detail(fmt::format("{} ranks", records_of.size()));
+    show_rank(rank);
   });
   if (!read || marked_incomplete(read.value())) return fail(incomplete_trace(opt.dir, read).line());
   const trace::TraceSet& trace = read.value();
@@ -116,6 +121,7 @@ int run(const Options& opt) {
   progress_line.phase("loop tree");
   looptree::TreeBuilder builder(merged, folded);
   auto reread = trace::reread_trace_dir(opt.dir, records_of, [&](trace::RankTrace& rank) {
+    show_rank(rank);
     builder.add(std::move(rank));
   });
   if (!reread) return fail(reread.error().line());
@@ -125,6 +131,7 @@ int run(const Options& opt) {
   reread = trace::reread_trace_dir(opt.dir, records_of, [&](trace::RankTrace& rank) {
     generator.add(rank);
     rank.drop_records();
+    show_rank(rank);
   });
   if (!reread) return fail(reread.error().line());
   progress_line.phase("generate");

@@ -228,6 +228,44 @@ TEST_CASE("read_trace_dir takes each rank's run-queue delay from its samples fil
   CHECK(summary.run_delay_fraction[1] == 0.0);
 }
 
+TEST_CASE("reread_trace_dir visits the ranks as read before; a rank whose record count changed is the error") {
+  TempDir dir;
+  write_trace(dir, 3);
+  write_text(dir.file("samples.1"), samples_header(1) + "0 1 2 3 4 5 6 0\nd 2000 250\n");
+  std::vector<uint64_t> records_of;
+  auto first = tr::read_trace_dir(dir.path(), {}, [&](tr::RankTrace& rank) {
+    records_of.push_back(rank.records.size());
+    rank = rank.without_records();
+  });
+  REQUIRE_MESSAGE(first.ok(), first.error().line());
+  REQUIRE(records_of == std::vector<uint64_t>{3, 3, 3});
+  CHECK(first.value().ranks[1].records.empty());
+  CHECK(first.value().ranks[1].run_delay.size() == 2);  // the samples stay
+  CHECK(first.value().ranks[1].header.rank == 1);
+
+  std::vector<int> visited;
+  auto again = tr::reread_trace_dir(dir.path(), records_of, [&](tr::RankTrace& rank) {
+    visited.push_back(rank.header.rank);
+    CHECK(rank.records.size() == 3);
+  });
+  REQUIRE_MESSAGE(again.ok(), again.error().line());
+  CHECK(visited == std::vector<int>{0, 1, 2});
+
+  // Rank 1's file now holds one record more than the first read found.
+  std::remove(dir.file("rank.1.pskt").c_str());
+  write_rank_file(dir.file("rank.1.pskt"), make_header(1, 3, kRunId),
+                  {make_entry(Fn::MPI_Send, 1, 0), make_entry(Fn::MPI_Recv, 2, 0),
+                   make_entry(Fn::MPI_Barrier, 3, 0), make_entry(Fn::MPI_Barrier, 4, 0)});
+  visited.clear();
+  auto changed = tr::reread_trace_dir(dir.path(), records_of, [&](tr::RankTrace& rank) {
+    visited.push_back(rank.header.rank);
+  });
+  REQUIRE_FALSE(changed.ok());
+  CHECK(changed.error().file == dir.file("rank.1.pskt"));
+  CHECK(changed.error().what.find("changed while pskel read it") != std::string::npos);
+  CHECK(visited == std::vector<int>{0});  // neither it nor any rank after it
+}
+
 TEST_CASE("read_trace_dir takes each rank's calibration probes from a version 3 samples file") {
   TempDir dir;
   write_trace(dir, 1);

@@ -554,11 +554,4 @@ AnalysisBuilder::~AnalysisBuilder() = default;
 void AnalysisBuilder::add(const tr::RankTrace& rank) { state_->add(rank); }
 Result<Analysis> AnalysisBuilder::finish() { return state_->finish(); }
 
-Result<Analysis> analyse(const tr::TraceSet& trace, const merge::MergedTrace& merged,
-                         const lt::LoopTree& tree) {
-  AnalysisBuilder builder(trace, merged, tree);
-  for (const tr::RankTrace& rank : trace.ranks) builder.add(rank);
-  return builder.finish();
-}
-
 }  // namespace pskel::skeleton::detail

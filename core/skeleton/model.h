@@ -100,14 +100,11 @@ struct Analysis {
   bool replies = false;                       // some send replies to the last wildcard source
 };
 
-// Walks the tree against the merged trace; fills events, event_of, comms, requests.
-Result<Analysis> analyse(const tr::TraceSet& trace, const merge::MergedTrace& merged,
-                         const lt::LoopTree& tree);
-
-// analyse() over the ranks handed one at a time, in rank order, so that the trace need not be
-// held whole: `trace` gives each rank's header and samples and the meta (its records are not
-// read), add() reads one rank's records. What the skeleton needs of a record later (datatype
-// sizes, v-counts) is copied into the analysis.
+// Walks the tree against the merged trace and fills events, event_of, comms, requests, taking
+// the ranks one at a time, in rank order, so that the trace need not be held whole: `trace`
+// gives each rank's header and samples and the meta (its records are not read), add() reads
+// one rank's records. What the skeleton needs of a record later (datatype sizes, v-counts) is
+// copied into the analysis.
 class AnalysisBuilder {
  public:
   // `merged` and `tree` outlive the builder and the analysis.
@@ -118,8 +115,8 @@ class AnalysisBuilder {
   AnalysisBuilder& operator=(const AnalysisBuilder&) = delete;
   // The next rank (0, 1, ...), the records the merge read; not kept.
   void add(const tr::RankTrace& rank);
-  // analyse()'s errors, a rank with fewer records than were merged, or not every rank added.
-  // Called once.
+  // Errors: no usable calibration, a tree that does not match the merged trace, a rank with
+  // fewer records than were merged, not every rank added. Called once.
   Result<Analysis> finish();
 
  private:

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -65,9 +66,14 @@ int run_place(const PlaceOptions& opt) {
   if (hosts.empty())
     for (int n = 0; n < opt.nodes; ++n) hosts.push_back(fmt::format("node{}", n));
 
-  auto trace = trace::read_trace_dir(opt.dir);
+  std::optional<place::WorkloadBuilder> builder;  // a rank at a time: never the whole trace
+  auto trace = trace::read_trace_dir(opt.dir, {}, [&](trace::RankTrace& rank) {
+    if (!builder) builder.emplace(rank.header.world_size, opt.dir);
+    builder->add(rank);
+    rank.drop_records();
+  });
   if (!trace) return fail(trace.error().line());
-  auto costs = place::workload_from_trace(trace.value());
+  auto costs = builder->finish();
   if (!costs) return fail(costs.error().line());
   const place::Machine machine{opt.nodes, opt.cores_per_node, opt.bandwidth};
   auto found = place::place(costs.value().workload, machine);

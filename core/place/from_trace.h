@@ -4,6 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
 
 #include "place/place.h"
 #include "trace/reader.h"
@@ -21,5 +24,24 @@ struct TraceWorkload {
 // Fails (Error naming the rank file) on a send to a rank outside the trace or a negative
 // message size: field values the reader does not check.
 Result<TraceWorkload> workload_from_trace(const trace::TraceSet& trace);
+
+// workload_from_trace() over the ranks handed one at a time, in rank order, so that the trace
+// need not be held whole: nothing of a rank's records is kept.
+class WorkloadBuilder {
+ public:
+  // `dir` names the rank files of ranks without a source in errors.
+  WorkloadBuilder(int world_size, std::string dir);
+  void add(const trace::RankTrace& rank);
+  // workload_from_trace()'s errors, for the first rank that has one. Called once.
+  Result<TraceWorkload> finish();
+
+ private:
+  int32_t ranks_;
+  std::string dir_;
+  int32_t next_rank_ = 0;
+  TraceWorkload out_;
+  std::map<std::pair<Rank, Rank>, double> pair_bytes_;
+  std::string problem_file_, problem_;
+};
 
 }  // namespace pskel::place

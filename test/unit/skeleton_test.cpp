@@ -40,11 +40,19 @@ Built build(std::vector<RankBuilder>& ranks, double ns_per_unit = 2.0) {
   return b;
 }
 
+// What `pskel skeleton` keeps of a trace across its reads: each rank without its records.
+tr::TraceSet without_records(const tr::TraceSet& trace) {
+  tr::TraceSet kept;
+  kept.dir = trace.dir;
+  kept.meta = trace.meta;
+  for (const tr::RankTrace& rank : trace.ranks) kept.ranks.push_back(rank.without_records());
+  return kept;
+}
+
 // `b`'s ranks handed one at a time to a Generator whose set holds no records, as
 // `pskel skeleton` reads a trace.
 pskel::Result<sk::Skeleton> generate_streamed(const Built& b, const sk::Options& o) {
-  tr::TraceSet kept = b.trace;
-  for (tr::RankTrace& rank : kept.ranks) rank.drop_records();
+  const tr::TraceSet kept = without_records(b.trace);
   sk::Generator generator(kept, b.merged, b.tree);
   for (const tr::RankTrace& rank : b.trace.ranks) generator.add(rank);
   return generator.finish(o);
@@ -535,8 +543,7 @@ TEST_CASE("skeleton: a loop tree of another trace is refused") {
 TEST_CASE("skeleton: a rank handed to the generator with fewer records than were merged is an error") {
   auto w = halo_ring(4, 20);
   Built b = build(w);
-  tr::TraceSet kept = b.trace;
-  for (tr::RankTrace& rank : kept.ranks) rank.drop_records();
+  const tr::TraceSet kept = without_records(b.trace);
   sk::Generator generator(kept, b.merged, b.tree);
   for (size_t r = 0; r < b.trace.ranks.size(); ++r) {
     tr::RankTrace rank = b.trace.ranks[r];

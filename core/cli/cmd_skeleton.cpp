@@ -16,12 +16,10 @@
 #include "commands.h"
 #include "progress/progress.h"
 #include "util/json_text.h"
-#include "compress/compress.h"
 #include "flavour/flavour.h"
-#include "looptree/looptree.h"
-#include "merge/merge.h"
 #include "skeleton/skeleton.h"
 #include "trace/reader.h"
+#include "trace_loops.h"
 
 namespace pskel::cli {
 namespace {
@@ -94,41 +92,31 @@ int run(const Options& opt) {
   const auto start = std::chrono::steady_clock::now();
   progress::Progress progress_line("pskel skeleton", progress::wanted(opt.json));
   // The trace is read three times, a window of ranks at a time, so that a job's trace is never
-  // held whole: by the merge, by the loop tree, and by the skeleton's analysis. What is kept of
-  // each rank across the reads is its header and samples.
-  progress_line.phase("read trace and merge");
-  std::optional<merge::Merger> merger;
-  std::vector<uint64_t> records_of;  // per rank, from the first read
+  // held whole: by the merge, by the loop tree, and by the skeleton's analysis.
   const auto show_rank = [&](const trace::RankTrace& rank) {  // a window of ranks at a time
     const int32_t n = rank.header.rank + 1;
     if (n % 1024 == 0 || n == rank.header.world_size)
       progress_line.detail(fmt::format("{} of {} ranks", n, rank.header.world_size));
   };
-  auto read = trace::read_trace_dir(opt.dir, {}, [&](trace::RankTrace& rank) {
-    if (!merger) merger.emplace(rank.header.world_size);
-    records_of.push_back(rank.records.size());
-    trace::RankTrace kept = rank.without_records();
-    merger->add(std::move(rank));
-    rank = std::move(kept);
-    show_rank(rank);
-  });
-  if (!read || marked_incomplete(read.value())) return fail(incomplete_trace(opt.dir, read).line());
-  const trace::TraceSet& trace = read.value();
-  const merge::MergedTrace merged = merger->finish();
-  progress_line.detail(fmt::format("{} ranks, {} events", trace.ranks.size(), merged.events.size()));
-  progress_line.phase("loop compression");
-  const compress::Sequence folded = compress::compress(merged.symbols());
-  progress_line.phase("loop tree");
-  looptree::TreeBuilder builder(merged, folded);
-  auto reread = trace::reread_trace_dir(opt.dir, records_of, [&](trace::RankTrace& rank) {
-    show_rank(rank);
-    builder.add(std::move(rank));
-  });
-  if (!reread) return fail(reread.error().line());
-  const looptree::LoopTree tree = builder.finish();
+  TraceLoopsHooks hooks;
+  hooks.check_read = [&](const Result<trace::TraceSet>& read) -> std::optional<Error> {
+    if (read && !marked_incomplete(read.value())) return std::nullopt;
+    return incomplete_trace(opt.dir, read);
+  };
+  hooks.phase = [&](std::string_view phase, const TraceLoops& so_far) {
+    if (phase == "loop compression")
+      progress_line.detail(fmt::format("{} ranks, {} events", so_far.trace.ranks.size(),
+                                       so_far.merged.events.size()));
+    progress_line.phase(std::string(phase));
+  };
+  hooks.rank_read = show_rank;
+  auto stages = trace_loops(opt.dir, hooks);
+  if (!stages) return fail(stages.error().line());
+  const TraceLoops& loops = stages.value();
+  const trace::TraceSet& trace = loops.trace;
   progress_line.phase("analyse");
-  skeleton::Generator generator(trace, merged, tree);
-  reread = trace::reread_trace_dir(opt.dir, records_of, [&](trace::RankTrace& rank) {
+  skeleton::Generator generator(trace, loops.merged, loops.tree);
+  auto reread = trace::reread_trace_dir(opt.dir, loops.records_of, [&](trace::RankTrace& rank) {
     generator.add(rank);
     rank.drop_records();
     show_rank(rank);

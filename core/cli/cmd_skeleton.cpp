@@ -116,12 +116,14 @@ int run(const Options& opt) {
   const trace::TraceSet& trace = loops.trace;
   progress_line.phase("analyse");
   skeleton::Generator generator(trace, loops.merged, loops.tree);
-  auto reread = trace::reread_trace_dir(opt.dir, loops.records_of, [&](trace::RankTrace& rank) {
-    generator.add(rank);
-    rank.drop_records();
-    show_rank(rank);
-  });
-  if (!reread) return fail(reread.error().line());
+  {  // what the reread returns repeats each rank's header and samples: not kept
+    auto reread = trace::reread_trace_dir(opt.dir, loops.records_of, [&](trace::RankTrace& rank) {
+      generator.add(rank);
+      rank.drop_records();
+      show_rank(rank);
+    });
+    if (!reread) return fail(reread.error().line());
+  }
   progress_line.phase("generate");
 
   skeleton::Options options;

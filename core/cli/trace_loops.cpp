@@ -26,7 +26,13 @@ Result<TraceLoops> trace_loops(const std::string& dir, const TraceLoopsHooks& ho
 
   phase("read trace and merge");
   std::optional<merge::Merger> merger;
+  uint64_t records = 0;
   auto read = trace::read_trace_dir(dir, {}, [&](trace::RankTrace& rank) {
+    records += rank.records.size();
+    if (records >= merge::kMaxRecords) {   // checked here, where the directory is known
+      rank.drop_records();
+      return;
+    }
     const auto start = std::chrono::steady_clock::now();
     if (!merger) merger.emplace(rank.header.world_size);
     out.records_of.push_back(rank.records.size());
@@ -40,7 +46,10 @@ Result<TraceLoops> trace_loops(const std::string& dir, const TraceLoopsHooks& ho
     if (std::optional<Error> refused = hooks.check_read(read)) return *refused;
   }
   if (!read) return read.error();
-  if (!merger) return Error{dir, "the trace holds no rank"};
+  if (records >= merge::kMaxRecords)
+    return Error{dir, fmt::format("{} calls in all ranks together, more than the {} the merge "
+                                  "takes", records, merge::kMaxRecords - 1)};
+  if (!merger) return Error{dir, "the trace holds no rank"};   // read_trace_dir refuses it too
   out.trace = std::move(read).value();
   auto start = std::chrono::steady_clock::now();
   out.merged = merger->finish(&out.merge_stats);

@@ -26,11 +26,12 @@ struct TraceLoops {
   merge::MergeStats merge_stats;
   compress::CompressStats compress_stats;
   looptree::LoopTree tree;
-  double merge_seconds = 0, compress_seconds = 0, tree_seconds = 0;   // reads included
+  double merge_seconds = 0, compress_seconds = 0, tree_seconds = 0;   // reading not included
 };
 
 struct TraceLoopsHooks {
-  // Given the first read's result before anything is merged; an Error returned stops there.
+  // Given the first read's result (its ranks given to the merge, which is not yet finished);
+  // an Error returned stops there.
   // Without it, a read that failed is the error as it is.
   std::function<std::optional<Error>(const Result<trace::TraceSet>&)> check_read;
   // As each stage begins, with what the stages before it made.

@@ -125,7 +125,7 @@ void Merger::add(const trace::RankTrace& rank) {
   State& s = *state_;
   if (s.added >= s.views.size()) throw std::logic_error("merge: more ranks than world_size");
   s.records += rank.records.size();
-  if (s.records >= std::numeric_limits<uint32_t>::max())
+  if (s.records >= kMaxRecords)
     throw std::length_error("merge: more than 2^32 records in all ranks together");
   s.views[s.added++].trace = &rank;
   if (s.added - s.merged == s.window) s.merge_window();

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -75,6 +76,9 @@ struct MergeStats {
                             // count when MergeOptions::group_alike is false)
 };
 
+// All ranks' records together must be fewer than this: parts number them in 32 bits.
+inline constexpr uint64_t kMaxRecords = std::numeric_limits<uint32_t>::max();
+
 // Pure: reads nothing but `trace`. Events: every record whose function is not of kind meta,
 // each in exactly one event. Event order: Algorithm 2 (core/merge/align.cpp) over each rank's
 // records in normalized_order(), except calls it pulls forward within their round; parts keep
@@ -86,7 +90,8 @@ struct MergeStats {
 // peers of the call that created its request), root, op, in-place flag, and the request count
 // of Waitall/Testall/Startall; never counts, bytes, tags, times or request ids. `stats` may be
 // null; it is overwritten.
-// REQUIRES: fewer than 2^32 records in all ranks together (else throws std::length_error).
+// REQUIRES: fewer than kMaxRecords records in all ranks together (else throws
+// std::length_error).
 // O(n·L) when ranks agree, O(m·n·L) at worst (n ranks, L records on the busiest, m look-ahead);
 // with group_alike, n in the alignment's cost is the number of groups of alike ranks
 // (MergeStats::groups), and O(n·L) remains for reading, normalising and the parts.

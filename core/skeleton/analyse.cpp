@@ -46,6 +46,14 @@ std::string_view function_name(FunctionId fn) {
 
 namespace {
 
+// The collectives whose sample's aux words (their count lists) the emitter reads: the words of
+// any other call are not copied into the analysis, which lives until the skeleton is written.
+bool has_count_lists(FunctionId fn) {
+  return fn == FunctionId::MPI_Alltoallv || fn == FunctionId::MPI_Allgatherv ||
+         fn == FunctionId::MPI_Gatherv || fn == FunctionId::MPI_Scatterv ||
+         fn == FunctionId::MPI_Reduce_scatter;
+}
+
 // Participant index of `rank` in `event` (Event::ranks is ascending), or -1.
 int participant(const lt::Event& event, int32_t rank) {
   const auto it = std::lower_bound(event.ranks.begin(), event.ranks.end(), rank,
@@ -113,7 +121,7 @@ struct AnalysisBuilder::State {
       return Error{trace.dir, "empty trace: no ranks"};
     if (auto e = calibrate(trace)) return e;
     index(tree.items, nullptr);
-    out_.event_of.resize(trace.ranks.size());
+    size_event_of();
     if (!walk(tree.items) || next_event_ != merged_.events.size())
       return Error{trace.dir, "the loop tree does not match the merged trace"};
     Comm world;
@@ -180,8 +188,21 @@ struct AnalysisBuilder::State {
     }
   }
 
-  // Expanded walk: the k-th event visited is merged event k. A rank's event_of grows to its
-  // last part here; add() extends it to the rank's records.
+  // Each rank's event_of, sized to its last merged record once: grown a part at a time in
+  // walk(), its capacity doubled its way to up to twice that, kept until the skeleton is written.
+  void size_event_of() {
+    std::vector<uint64_t> records(static_cast<size_t>(out_.world_size), 0);
+    for (const merge::Part& part : merged_.parts)
+      if (part.rank >= 0 && part.rank < out_.world_size) {
+        uint64_t& n = records[static_cast<size_t>(part.rank)];
+        n = std::max(n, uint64_t{part.record} + 1);
+      }
+    out_.event_of.resize(records.size());
+    for (size_t r = 0; r < records.size(); ++r) out_.event_of[r].assign(records[r], kNoEvent);
+  }
+
+  // Expanded walk: the k-th event visited is merged event k. A rank's event_of holds its last
+  // part (size_event_of); add() extends it to the rank's records.
   bool walk(const std::vector<lt::Item>& items) {
     for (const lt::Item& item : items) {
       if (item.is_loop()) {
@@ -218,6 +239,7 @@ struct AnalysisBuilder::State {
                                  rt.records.size())};
       return;
     }
+    of.reserve(rt.records.size());   // exactly: resize() past capacity may double it
     of.resize(rt.records.size(), kNoEvent);
     communicators(rt);
     event_facts(r, rt);
@@ -348,8 +370,7 @@ struct AnalysisBuilder::State {
           made_by = std::min(made_by, event.id);
         }
       }
-      if (info.kind == FunctionKind::collective || info.kind == FunctionKind::icollective)
-        info.count_lists[j].assign(aux.begin(), aux.end());
+      if (has_count_lists(info.fn)) info.count_lists[j].assign(aux.begin(), aux.end());
       if (info.kind == FunctionKind::completion || info.fn == FunctionId::MPI_Startall)
         info.passed[j] = rec.count;
       if (info.comm[j] >= 0 && out_.comms[static_cast<size_t>(info.comm[j])].inter)

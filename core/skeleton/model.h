@@ -59,8 +59,8 @@ struct EventInfo {
   std::vector<uint8_t> flags;               // the sample's flags
   std::vector<uint32_t> type_size;          // the sample's datatype sizes (Record::type_size,
   std::vector<uint32_t> recv_type_size;     // Record::recv_type_size)
-  std::vector<std::vector<int64_t>> count_lists;  // collectives: the sample's aux words (the
-                                                  // count lists of a v-collective)
+  std::vector<std::vector<int64_t>> count_lists;  // v-collectives: the sample's aux words
+                                                  // (its count lists); empty for other calls
   std::string skip;                         // why the skeleton cannot make this call ("" = it can)
 };
 

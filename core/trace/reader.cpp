@@ -368,14 +368,14 @@ Result<TraceSet> reread_trace_dir(const std::string& dir, std::span<const uint64
   std::string changed;  // the first rank whose trace is not the one read before
   auto read = read_trace_dir(dir, {}, [&](RankTrace& rank) {
     const auto r = static_cast<size_t>(rank.header.rank);
-    if (!changed.empty()) return;
-    if (r >= records_of.size() || rank.records.size() != records_of[r]) {
+    if (changed.empty() && (r >= records_of.size() || rank.records.size() != records_of[r]))
       changed = rank.source;
-      return;
-    }
-    visit(rank);
+    if (changed.empty())
+      visit(rank);
+    else
+      rank.drop_records();   // not visited, and not to pile up in the set returned
   });
-  if (read && !changed.empty())
+  if (!changed.empty())   // before a later rank's error: it is the first thing that went wrong
     return Error{changed, fmt::format("changed while pskel read it (another run writing to {}?)", dir)};
   return read;
 }

@@ -3,6 +3,7 @@
 // hand, and read_trace_dir taking both from a trace directory's samples.<N> files.
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
@@ -264,6 +265,21 @@ TEST_CASE("reread_trace_dir visits the ranks as read before; a rank whose record
   CHECK(changed.error().file == dir.file("rank.1.pskt"));
   CHECK(changed.error().what.find("changed while pskel read it") != std::string::npos);
   CHECK(visited == std::vector<int>{0});  // neither it nor any rank after it
+}
+
+TEST_CASE("reread_trace_dir names the rank that changed, not a later rank's damage") {
+  // Ranks are read 256 at a time: rank 1 changed in the first window, rank 280's file is cut
+  // short in the second. What went wrong first is the error.
+  TempDir dir;
+  write_trace(dir, 300);
+  std::vector<uint64_t> records_of(300, 3);
+  records_of[1] = 2;
+  std::filesystem::resize_file(dir.file("rank.280.pskt"), 300);
+  int visited = 0;
+  auto again = tr::reread_trace_dir(dir.path(), records_of, [&](tr::RankTrace&) { ++visited; });
+  REQUIRE_FALSE(again.ok());
+  CHECK(again.error().file == dir.file("rank.1.pskt"));
+  CHECK(visited == 1);
 }
 
 TEST_CASE("read_trace_dir takes each rank's calibration probes from a version 3 samples file") {

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <stdexcept>
 #include <utility>
 
 namespace pskel::cli {
@@ -26,13 +27,7 @@ Result<TraceLoops> trace_loops(const std::string& dir, const TraceLoopsHooks& ho
 
   phase("read trace and merge");
   std::optional<merge::Merger> merger;
-  uint64_t records = 0;
-  auto read = trace::read_trace_dir(dir, {}, [&](trace::RankTrace& rank) {
-    records += rank.records.size();
-    if (records >= merge::kMaxRecords) {   // checked here, where the directory is known
-      rank.drop_records();
-      return;
-    }
+  const auto merge_rank = [&](trace::RankTrace& rank) {
     const auto start = std::chrono::steady_clock::now();
     if (!merger) merger.emplace(rank.header.world_size);
     out.records_of.push_back(rank.records.size());
@@ -41,16 +36,19 @@ Result<TraceLoops> trace_loops(const std::string& dir, const TraceLoopsHooks& ho
     rank = std::move(kept);
     out.merge_seconds += seconds_since(start);
     rank_read(rank);
-  });
-  if (hooks.check_read) {
-    if (std::optional<Error> refused = hooks.check_read(read)) return *refused;
+  };
+  std::optional<Result<trace::TraceSet>> read;
+  try {
+    read.emplace(trace::read_trace_dir(dir, {}, merge_rank));
+  } catch (const std::length_error& e) {   // the merge's bound on all ranks' records
+    return Error{dir, e.what()};
   }
-  if (!read) return read.error();
-  if (records >= merge::kMaxRecords)
-    return Error{dir, fmt::format("{} calls in all ranks together, more than the {} the merge "
-                                  "takes", records, merge::kMaxRecords - 1)};
+  if (hooks.check_read) {
+    if (std::optional<Error> refused = hooks.check_read(*read)) return *refused;
+  }
+  if (!*read) return read->error();
   if (!merger) return Error{dir, "the trace holds no rank"};   // read_trace_dir refuses it too
-  out.trace = std::move(read).value();
+  out.trace = std::move(*read).value();
   auto start = std::chrono::steady_clock::now();
   out.merged = merger->finish(&out.merge_stats);
   out.merge_seconds += seconds_since(start);

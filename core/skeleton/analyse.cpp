@@ -216,9 +216,7 @@ struct AnalysisBuilder::State {
       if (m.symbol != event.symbol) return false;
       for (const merge::Part& part : merged_.parts_of(m)) {
         if (part.rank < 0 || part.rank >= out_.world_size) return false;
-        auto& of = out_.event_of[static_cast<size_t>(part.rank)];
-        if (part.record >= of.size()) of.resize(size_t{part.record} + 1, kNoEvent);
-        of[part.record] = event.id;
+        out_.event_of[static_cast<size_t>(part.rank)][part.record] = event.id;
       }
     }
     return true;

@@ -27,7 +27,7 @@ struct FitOptions {
   bool json = false;
 };
 
-struct PredictOptions {
+struct ModelPredictOptions {
   std::string model;
   std::vector<std::string> rest;  // a counter directory, or after --: the job's command
   int ntasks = 0;
@@ -122,7 +122,7 @@ int run_fit(const FitOptions& opt) {
   return 0;
 }
 
-int run_predict(const PredictOptions& opt) {
+int run_model_predict(const ModelPredictOptions& opt) {
   auto loaded = load_model(opt.model);
   if (!loaded.ok()) return fail(loaded.error().line());
   const model::AppModel& m = loaded.value();
@@ -214,7 +214,7 @@ Subcommand add_model_command(CLI::App& app) {
       ->check(CLI::Range(1, 1000000));
   fit_cmd->add_flag("--json", fit->json, "Print the model as JSON instead of the summary");
 
-  auto predict = std::make_shared<PredictOptions>();
+  auto predict = std::make_shared<ModelPredictOptions>();
   CLI::App* predict_cmd = cmd->add_subcommand(
       "predict",
       "Predict a job's run time: MODEL --ntasks N -- PROGRAM ARGS..., or MODEL COUNTER_DIR");
@@ -239,7 +239,7 @@ Subcommand add_model_command(CLI::App& app) {
 
   return {cmd, [=]() {
             if (fit_cmd->parsed()) return run_fit(*fit);
-            if (predict_cmd->parsed()) return run_predict(*predict);
+            if (predict_cmd->parsed()) return run_model_predict(*predict);
             if (features_cmd->parsed()) return run_features(*features);
             return run_show(*show);
           }};

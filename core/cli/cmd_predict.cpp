@@ -25,7 +25,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Below this the skeleton's own time is too short to measure steadily (see run()).
+// Below this the skeleton's own time is too short to measure steadily (see run_predict()).
 constexpr double kSteadySkeletonSeconds = 0.5;
 // Without --repeat, runs until the skeleton's timed parts add up to --min-seconds, but no more
 // runs than this: a K = 10 skeleton of a 6 s program (0.6 s) varied by +-3 % from run to run
@@ -38,7 +38,7 @@ constexpr int kMaxAutoRuns = 10;
 constexpr double kExitGraceSeconds = 10;
 constexpr double kDefaultMinSeconds = 6.0;
 
-struct Options {
+struct PredictOptions {
   std::string out, launcher;
   int repeat = 0;  // 0: as many as --min-seconds needs
   double min_seconds = kDefaultMinSeconds;
@@ -117,7 +117,7 @@ std::vector<std::string> split_words(const std::string& text) {
   return words;
 }
 
-int run(const Options& opt) {
+int run_predict(const PredictOptions& opt) {
   const fs::path dir(opt.out);
   const fs::path json_path = dir / "skeleton.json";
   std::ifstream in(json_path);
@@ -247,7 +247,7 @@ int run(const Options& opt) {
 }  // namespace
 
 Subcommand add_predict_command(CLI::App& app) {
-  auto opt = std::make_shared<Options>();
+  auto opt = std::make_shared<PredictOptions>();
   CLI::App* cmd = app.add_subcommand("predict", "Run a skeleton and predict the original's run time");
   cmd->footer(fmt::format(
       "Runs OUT/skeleton under the launcher (default: mpiexec of the trace's MPI with the traced\n"
@@ -274,7 +274,7 @@ Subcommand add_predict_command(CLI::App& app) {
   cmd->add_option("--timeout", opt->timeout, "Kill a run after this many seconds (default: from the estimate)")
       ->type_name("S");
   cmd->add_flag("--json", opt->json, "Print JSON (keys below)");
-  return {cmd, [opt]() { return run(*opt); }};
+  return {cmd, [opt]() { return run_predict(*opt); }};
 }
 
 }  // namespace pskel::cli

@@ -17,7 +17,7 @@ namespace {
 
 namespace sim = pskel::simulate;
 
-struct Options {
+struct SimulateOptions {
   std::string dir;
   bool json = false;
   bool partial = false;
@@ -62,7 +62,7 @@ Result<TraceGraph> read_graph(const std::string& dir, const trace::ReadOptions& 
   return TraceGraph{summary.finish(), builder->finish()};
 }
 
-int run(const Options& opt) {
+int run_simulate(const SimulateOptions& opt) {
   auto read = read_graph(opt.dir, {});
   bool truncated = false;
   if (!read) {
@@ -202,7 +202,7 @@ CLI::Validator number_above(double least, bool inclusive) {
 }  // namespace
 
 Subcommand add_simulate_command(CLI::App& app) {
-  auto opt = std::make_shared<Options>();
+  auto opt = std::make_shared<SimulateOptions>();
   CLI::App* cmd = app.add_subcommand(
       "simulate", "Predict the run time by replaying the trace's dependency graph under a fitted "
                   "communication model (critical path); what-if options");
@@ -223,7 +223,7 @@ Subcommand add_simulate_command(CLI::App& app) {
       ->check(number_above(0, false));
   cmd->add_flag("--partial", opt->partial,
                 "Accept rank files without an end block (a job that did not finish): best effort");
-  return {cmd, [opt]() { return run(*opt); }};
+  return {cmd, [opt]() { return run_simulate(*opt); }};
 }
 
 }  // namespace pskel::cli

@@ -66,14 +66,14 @@ bool marked_incomplete(const trace::TraceSet& trace) {
   return meta.is_object() && meta.contains("complete") && meta["complete"] == false;
 }
 
-struct Options {
+struct SkeletonOptions {
   std::string dir, out, scale = "1", cc, gaps = "typical";
   double min_seconds = skeleton::Options{}.min_seconds;
   bool json = false;
   bool compile = true;
 };
 
-int run(const Options& opt) {
+int run_skeleton(const SkeletonOptions& opt) {
   int64_t k = 1;
   bool auto_scale = false;
   if (opt.scale == "auto") {
@@ -219,7 +219,7 @@ int run(const Options& opt) {
 }  // namespace
 
 Subcommand add_skeleton_command(CLI::App& app) {
-  auto opt = std::make_shared<Options>();
+  auto opt = std::make_shared<SkeletonOptions>();
   CLI::App* cmd = app.add_subcommand("skeleton", "Build the performance skeleton of a trace");
   cmd->footer(
       "Writes OUT/skeleton.c, the runtime it is built with, OUT/skeleton (compiled with the\n"

@@ -240,7 +240,7 @@ class VirtualCluster(unittest.TestCase):
         return job
 
     def test_guard_extends_a_job_running_past_its_pskel_limit(self):
-        """A prediction of 45 s gives a 2-minute limit; the job runs 150 s (3.3 times the
+        """A prediction of 45 s gives a 2-minute limit; the job runs 135 s (3 times the
         prediction). The guard extends it before Slurm would end it: COMPLETED, not TIMEOUT."""
         store = self.dir / "state" / "pskel" / "pskel.db"
         self.slurm(self.env_pskel(), "db", "export")  # creates the store if no job made it yet
@@ -254,7 +254,7 @@ class VirtualCluster(unittest.TestCase):
         r = self.slurm(self.env_pskel(), "db", "export")
         self.assertEqual(r.returncode, 0, r.stderr)
         time.sleep(3)
-        job, out, _ = self.submit("#!/bin/sh\nsleep 150\n", "--predict=guard-demo", "-N", "2", "-n", "2")
+        job, out, _ = self.submit("#!/bin/sh\nsleep 135\n", "--predict=guard-demo", "-N", "2", "-n", "2")
         shown = self.slurm("scontrol", "show", "job", job).stdout
         self.assertIn("TimeLimit=00:02:00", shown)
         self.assertEqual(self.wait(job, 300), "COMPLETED")
@@ -278,13 +278,13 @@ class VirtualCluster(unittest.TestCase):
     def test_pipeline_once_per_job_srun_with_node_files(self):
         """The cluster's pskel.conf says TraceFiles=node (docs/trace-format.md §12): a file per
         node, written by its lowest rank, and the pipeline reads the ranks from both."""
-        job = self.check_pipeline_once("ring-srun", f"srun --mpi=pmi2 {self.ring} -i 600")
+        job = self.check_pipeline_once("ring-srun", f"srun --mpi=pmi2 {self.ring} -i 200")
         self.assertEqual(self.trace_files(job, "step.0"), ["node.0.pskn", "node.2.pskn"])
 
     def test_pipeline_once_per_job_fortran_mpiexec(self):
         """The job's own PSKEL_TRACE_FILES wins over the site's TraceFiles."""
         job = self.check_pipeline_once("ring-f-mpiexec", "export PSKEL_TRACE_FILES=rank\n"
-                                       f"mpiexec.mpich -n 4 {self.ring_f} -i 600")
+                                       f"mpiexec.mpich -n 4 {self.ring_f} -i 200")
         steps = [p.name for p in (self.dir / "shared" / "pskel-spool" / f"job.{job}").iterdir()
                  if (p / "meta.json").exists()]
         self.assertEqual(len(steps), 1, steps)
@@ -296,7 +296,7 @@ class VirtualCluster(unittest.TestCase):
         traced into the batch step's directory with the ranks mpiexec starts itself."""
         self.check_pipeline_once("ring-openmpi", "export OMPI_ALLOW_RUN_AS_ROOT=1 "
                                  "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1\n"
-                                 f"mpiexec.openmpi -n 4 {self.ring_openmpi} -i 600")
+                                 f"mpiexec.openmpi -n 4 {self.ring_openmpi} -i 200")
 
     def test_node_down_requeues_and_the_job_is_predicted_once_from_its_complete_run(self):
         """A node of a traced job goes DOWN: Slurm requeues the job (same id). The first run's

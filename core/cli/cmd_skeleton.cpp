@@ -103,11 +103,11 @@ int run_skeleton(const SkeletonOptions& opt) {
     if (read && !marked_incomplete(read.value())) return std::nullopt;
     return incomplete_trace(opt.dir, read);
   };
-  hooks.phase = [&](std::string_view phase, const TraceLoops& so_far) {
-    if (phase == "loop compression")
+  hooks.phase = [&](TraceLoopsPhase phase, const TraceLoops& so_far) {
+    if (phase == TraceLoopsPhase::kLoopCompression)
       progress_line.detail(fmt::format("{} ranks, {} events", so_far.trace.ranks.size(),
                                        so_far.merged.events.size()));
-    progress_line.phase(std::string(phase));
+    progress_line.phase(std::string(phase_name(phase)));
   };
   hooks.rank_read = show_rank;
   auto stages = trace_loops(opt.dir, hooks);
@@ -243,7 +243,7 @@ Subcommand add_skeleton_command(CLI::App& app) {
   cmd->add_option("--cc", opt->cc, "MPI C compiler (default: from the trace's MPI)")->type_name("CC");
   cmd->add_flag("--no-compile", [opt](int64_t) { opt->compile = false; }, "Write the sources only");
   cmd->add_flag("--json", opt->json, "Print skeleton.json");
-  return {cmd, [opt]() { return run(*opt); }};
+  return {cmd, [opt]() { return run_skeleton(*opt); }};
 }
 
 }  // namespace pskel::cli

@@ -16,16 +16,25 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 }  // namespace
 
+std::string_view phase_name(TraceLoopsPhase phase) {
+  switch (phase) {
+    case TraceLoopsPhase::kReadAndMerge: return "read trace and merge";
+    case TraceLoopsPhase::kLoopCompression: return "loop compression";
+    case TraceLoopsPhase::kLoopTree: return "loop tree";
+  }
+  return "";
+}
+
 Result<TraceLoops> trace_loops(const std::string& dir, const TraceLoopsHooks& hooks) {
   TraceLoops out;
-  const auto phase = [&](std::string_view name) {
-    if (hooks.phase) hooks.phase(name, out);
+  const auto phase = [&](TraceLoopsPhase next) {
+    if (hooks.phase) hooks.phase(next, out);
   };
   const auto rank_read = [&](const trace::RankTrace& rank) {
     if (hooks.rank_read) hooks.rank_read(rank);
   };
 
-  phase("read trace and merge");
+  phase(TraceLoopsPhase::kReadAndMerge);
   std::optional<merge::Merger> merger;
   const auto merge_rank = [&](trace::RankTrace& rank) {
     const auto start = std::chrono::steady_clock::now();
@@ -53,7 +62,7 @@ Result<TraceLoops> trace_loops(const std::string& dir, const TraceLoopsHooks& ho
   out.merged = merger->finish(&out.merge_stats);
   out.merge_seconds += seconds_since(start);
 
-  phase("loop compression");
+  phase(TraceLoopsPhase::kLoopCompression);
   start = std::chrono::steady_clock::now();
   const std::vector<merge::Symbol> symbols = out.merged.symbols();
   if (symbols.size() > compress::kMaxInputLength)
@@ -62,7 +71,7 @@ Result<TraceLoops> trace_loops(const std::string& dir, const TraceLoopsHooks& ho
   const compress::Sequence folded = compress::compress(symbols, &out.compress_stats);
   out.compress_seconds = seconds_since(start);
 
-  phase("loop tree");
+  phase(TraceLoopsPhase::kLoopTree);
   looptree::TreeBuilder builder(out.merged, folded);
   auto reread = trace::reread_trace_dir(dir, out.records_of, [&](trace::RankTrace& rank) {
     rank_read(rank);

@@ -29,13 +29,17 @@ struct TraceLoops {
   double merge_seconds = 0, compress_seconds = 0, tree_seconds = 0;   // reading not included
 };
 
+enum class TraceLoopsPhase { kReadAndMerge, kLoopCompression, kLoopTree };
+// "read trace and merge", "loop compression", "loop tree": for progress lines.
+std::string_view phase_name(TraceLoopsPhase phase);
+
 struct TraceLoopsHooks {
   // Given the first read's result (its ranks given to the merge, which is not yet finished);
   // an Error returned stops there.
   // Without it, a read that failed is the error as it is.
   std::function<std::optional<Error>(const Result<trace::TraceSet>&)> check_read;
   // As each stage begins, with what the stages before it made.
-  std::function<void(std::string_view phase, const TraceLoops& so_far)> phase;
+  std::function<void(TraceLoopsPhase phase, const TraceLoops& so_far)> phase;
   std::function<void(const trace::RankTrace&)> rank_read;   // each rank, on each read
 };
 

@@ -4,6 +4,10 @@
 // communicators are reproduced, and orders that need eager buffering are planned away.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <sstream>
 #include <string>
 
 #include "compress/compress.h"
@@ -843,4 +847,119 @@ TEST_CASE("skeleton tables: values of ranks that really differ are compressed wh
   Tables small(4);
   CHECK(small.ints("two", {5, 5, 5, 6}, std::vector<bool>(4, true)) == "(rank != 3 ? 5 : 6)");
   CHECK(small.doubles("few", {1.5, 2.5, 3.5, 1.5}, std::vector<bool>(4, true)) == "few[rank]");
+}
+
+namespace {
+
+// Rank r's MPI_Alltoallv on the world: it sends r + 2j + 1 elements of 8 bytes to rank j, so
+// it receives j + 2r + 1 from rank j.
+void alltoallv(RankBuilder& b, int r, int n) {
+  std::vector<int64_t> words{n};
+  int64_t elements = 0;
+  for (int j = 0; j < n; ++j) words.push_back(r + 2 * j + 1), elements += r + 2 * j + 1;
+  words.push_back(n);
+  int64_t received = 0;
+  for (int j = 0; j < n; ++j) words.push_back(j + 2 * r + 1), received += j + 2 * r + 1;
+  tr::Record& a = b.add(Fn::MPI_Alltoallv, tr::kCommWorld);
+  a.count = elements;
+  a.recv_count = received;
+  a.type_size = a.recv_type_size = 8;
+  a.bytes = (elements + received) * 8;
+  b.append_aux(a, words);
+}
+
+// Four ranks using every part of the analysis the emitter reads back: a sub-communicator (rows
+// of two), non-blocking and persistent requests, v-collectives on the world and on a row, a
+// broadcast rooted in each row, and a wildcard receive; per-rank compute that differs.
+tr::TraceSet mixed_trace() {
+  constexpr int n = 4;
+  auto w = pskel::test::world(n);
+  for (int r = 0; r < n; ++r) {
+    RankBuilder& b = w[r];
+    b.timing(20'000 + 3'000 * r, 400);
+    b.add(Fn::MPI_Init);
+    const int64_t row = r < 2 ? 0 : 2;
+    b.comm_define(2, {row, row + 1});
+    b.add(Fn::MPI_Comm_split, {2}).comm = tr::kCommWorld;
+    const int left = (r + n - 1) % n, right = (r + 1) % n;
+    const uint32_t persistent_recv = b.recv_init(left, 5);
+    const uint32_t persistent_send = b.send_init(right, 5);
+    for (int i = 0; i < 30; ++i) {
+      const uint32_t from_left = b.irecv(left, 3, 64);
+      const uint32_t to_right = b.isend(right, 3, 64);
+      b.complete(Fn::MPI_Waitall, {from_left, to_right});
+      b.startall({persistent_recv, persistent_send});
+      b.complete(Fn::MPI_Waitall, {persistent_recv, persistent_send});
+      alltoallv(b, r, n);
+      tr::Record& gathered = b.add(Fn::MPI_Allgatherv, static_cast<uint16_t>(2));
+      gathered.count = 3;
+      gathered.recv_count = 6;
+      gathered.type_size = gathered.recv_type_size = 8;
+      gathered.bytes = 9 * 8;
+      b.append_aux(gathered, {0, 2, 3, 3});
+      b.collective(Fn::MPI_Bcast, 16, static_cast<int32_t>(row), tr::Op::none, 2);
+      b.collective(Fn::MPI_Allreduce, 1, tr::kNoRank, tr::Op::sum);
+    }
+    for (int k = 1; k < n; ++k) {
+      if (r == 0) b.recv_any(k, 9, 2);
+      if (r == k) b.send(0, 9, 2);
+    }
+    b.add(Fn::MPI_Request_free).request = persistent_recv;
+    b.add(Fn::MPI_Request_free).request = persistent_send;
+    b.add(Fn::MPI_Comm_free).comm = 2;
+    b.add(Fn::MPI_Finalize);
+  }
+  return pskel::test::trace_set(w);
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// The first line where `got` and `want` differ, for the failure message.
+std::string first_difference(const std::string& got, const std::string& want) {
+  std::istringstream a(got), b(want);
+  std::string la, lb;
+  for (int line = 1;; ++line) {
+    const bool more_a = static_cast<bool>(std::getline(a, la));
+    const bool more_b = static_cast<bool>(std::getline(b, lb));
+    if (!more_a && !more_b) return "no difference";
+    if (la != lb || more_a != more_b)
+      return "line " + std::to_string(line) + ":\n  got:  " + (more_a ? la : "(end)") +
+             "\n  want: " + (more_b ? lb : "(end)");
+  }
+}
+
+}  // namespace
+
+// The generated skeleton of one fixed trace, byte for byte: any change to the analysis or the
+// emitter shows here and must be deliberate. PSKEL_UPDATE_GOLDEN=1 rewrites the files (then
+// read their diff before committing it).
+TEST_CASE("skeleton: the skeleton of a trace with communicators, requests and v-collectives is its golden file") {
+  Built b;
+  b.trace = mixed_trace();
+  b.trace.meta = {{"mpi", "mpich"}, {"ranks", b.trace.ranks.size()}};
+  for (tr::RankTrace& r : b.trace.ranks) r.header.work_ns_per_unit = 2.0;
+  b.merged = pskel::merge::merge(b.trace);
+  b.tree = lt::build(b.trace, b.merged, pskel::compress::compress(b.merged.symbols()));
+  for (const int64_t scale : {1, 10}) {
+    CAPTURE(scale);
+    const sk::Skeleton s = generate(b, scale);
+    const std::string base = std::string(PSKEL_GOLDEN_DIR) + "/mixed.scale" + std::to_string(scale);
+    const std::string description = s.description.dump(2) + "\n";
+    if (std::getenv("PSKEL_UPDATE_GOLDEN") != nullptr) {
+      std::ofstream(base + ".c", std::ios::binary) << s.source;
+      std::ofstream(base + ".json", std::ios::binary) << description;
+    }
+    const std::string want_source = read_text(base + ".c");
+    REQUIRE_MESSAGE(!want_source.empty(), base, ".c is missing (PSKEL_UPDATE_GOLDEN=1 writes it)");
+    // Compared as flags: doctest would print both files whole.
+    const bool same_source = s.source == want_source;
+    CHECK_MESSAGE(same_source, base, ".c: ", first_difference(s.source, want_source));
+    const std::string want_description = read_text(base + ".json");
+    const bool same_description = description == want_description;
+    CHECK_MESSAGE(same_description, base, ".json: ",
+                  first_difference(description, want_description));
+  }
 }

@@ -101,6 +101,11 @@ class RankBuilder {
     r.request = words.empty() ? 0 : static_cast<uint32_t>(words.front());
     return r;
   }
+  // Appends `words` to the aux words of `r`, which must be the last call added.
+  void append_aux(tr::Record& r, const std::vector<int64_t>& words) {
+    r.aux_words = static_cast<uint16_t>(r.aux_words + words.size());
+    t_.aux.insert(t_.aux.end(), words.begin(), words.end());
+  }
   // A non-blocking collective (MPI_Iallreduce, MPI_Ibarrier, ...): returns its request id.
   uint32_t icollective(Fn f, int64_t count = 1, int32_t root = tr::kNoRank,
                        tr::Op op = tr::Op::none) {

@@ -13,6 +13,7 @@ import json
 import pathlib
 import shutil
 import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -50,25 +51,34 @@ def pskel(*args, **kw):
     return run([PSKEL, *args], **kw)
 
 
-def training_and_held_out(run_one):
+def training_and_held_out(run_one, attempts=3):
     """Runs TRAINING three times and BIG three times through run_one(name, args), which returns
     (what the model is fitted to, the run's wall time); one run of BIG in each round of
     TRAINING, at a different place: a spell of load on a shared machine then slows training and
     held-out runs alike, and a run it slows is not its input's median (the model fits the median
     run of each input). Returns the training runs, BIG's runs, and the largest spread of one
-    input's runs: its median over its fastest."""
-    training, held_out = [], []
-    walls = {}
-    for rounds in range(3):
-        for k, (n, i) in enumerate(TRAINING):
-            run_k, wall = run_one(f"run{k}.{rounds}", ["-n", str(n), "-i", str(i)])
-            training.append(run_k)
-            walls.setdefault(k, []).append(wall)
-            if k == 2 * rounds + 1:
-                big, wall = run_one(f"big{rounds}", BIG)
-                held_out.append((big, wall))
-                walls.setdefault("big", []).append(wall)
-    spread = max(sorted(w)[1] / min(w) for w in walls.values())
+    input's runs: its median over its fastest. Where that spread is over QUIET_SPREAD, all is
+    measured again, up to `attempts` times in all: a spell of load passes, and the accuracy
+    checks then judge runs of a quiet machine instead of skipping (on this project's 2-core VM,
+    all four measurements of two CI runs on 2026-11-29 were too noisy, the machine otherwise
+    idle)."""
+    for attempt in range(attempts):
+        training, held_out = [], []
+        walls = {}
+        for rounds in range(3):
+            for k, (n, i) in enumerate(TRAINING):
+                run_k, wall = run_one(f"try{attempt}.run{k}.{rounds}", ["-n", str(n), "-i", str(i)])
+                training.append(run_k)
+                walls.setdefault(k, []).append(wall)
+                if k == 2 * rounds + 1:
+                    big, wall = run_one(f"try{attempt}.big{rounds}", BIG)
+                    held_out.append((big, wall))
+                    walls.setdefault("big", []).append(wall)
+        spread = max(sorted(w)[1] / min(w) for w in walls.values())
+        if spread <= QUIET_SPREAD:
+            break
+        print(f"instrument: measurement {attempt + 1}: the median run of an input is "
+              f"{100 * (spread - 1):.0f} % slower than its fastest", file=sys.stderr)
     return training, held_out, spread
 
 

@@ -9,15 +9,12 @@
 #include "timeline/aggregate.h"
 #include "timeline/groups.h"
 #include "timeline/page_assets.h"
+#include "util/json_text.h"
 
 namespace pskel::timeline {
 namespace {
 
 using Out = std::back_insert_iterator<std::string>;
-
-std::string json_string(const std::string& s) {
-  return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
 
 // Writes "key":[v0,v1-v0,...] when `delta`, else "key":[v0,v1,...].
 template <class Range, class Value>
@@ -93,7 +90,7 @@ void write_lane(Out out, const Lane& lane, int node, const std::vector<RankUsage
 }
 
 void write_node(Out out, const Node& node) {
-  fmt::format_to(out, "{{\"host\":{},\"ranks\":[{}],", json_string(node.host),
+  fmt::format_to(out, "{{\"host\":{},\"ranks\":[{}],", json_text(node.host),
                  fmt::join(node.ranks, ","));
   const auto& usage = node.usage;
   write_array(out, "t", usage, [](const NodeUsage& u) { return u.t_ns; }, true);
@@ -164,17 +161,17 @@ std::string page_data(const Timeline& t, const PageOptions& options) {
   std::vector<int> states;
   for (const auto& [id, index] : fn) {
     const trace::FunctionInfo* info = trace::find_function(id);
-    names.push_back(json_string(info ? std::string(info->name) : fmt::format("function {}", id)));
+    names.push_back(json_text(info ? std::string(info->name) : fmt::format("function {}", id)));
     states.push_back(static_cast<int>(state_of(static_cast<trace::FunctionId>(id))));
   }
   std::vector<std::string> state_names;
   for (int s = 0; s < kStateCount; ++s)
-    state_names.push_back(json_string(std::string(state_name(static_cast<State>(s)))));
+    state_names.push_back(json_text(std::string(state_name(static_cast<State>(s)))));
   fmt::format_to(out,
                  "{{\"version\":1,\"program\":{},\"mpi\":{},\"end\":{},\"calls\":{},"
                  "\"interval_ms\":{},\"sampler_cpu_ns\":{},\"states\":[{}],\"functions\":[{}],"
                  "\"function_state\":[{}],\"ranks_total\":{},\"groups\":",
-                 json_string(t.program), json_string(t.mpi), t.end_ns, call_count(t),
+                 json_text(t.program), json_text(t.mpi), t.end_ns, call_count(t),
                  t.sample_interval_ms, t.sampler_cpu_ns, fmt::join(state_names, ","),
                  fmt::join(names, ","), fmt::join(states, ","), t.lanes.size());
   const PageLayout layout = page_layout(t, options);

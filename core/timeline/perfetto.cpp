@@ -6,15 +6,12 @@
 #include <nlohmann/json.hpp>
 
 #include "timeline/page.h"
+#include "util/json_text.h"
 
 namespace pskel::timeline {
 namespace {
 
 using Out = std::back_insert_iterator<std::string>;
-
-std::string json_string(const std::string& s) {
-  return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
 
 std::string micros(int64_t ns) {
   const uint64_t magnitude = ns < 0 ? 0 - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
@@ -30,7 +27,7 @@ void counter(Out out, bool& first, int pid, const std::string& name, int64_t t_n
              std::string_view series, double value) {
   separator(out, first);
   fmt::format_to(out, R"({{"ph":"C","pid":{},"name":{},"ts":{},"args":{{"{}":{:.3f}}}}})", pid,
-                 json_string(name), micros(t_ns), series, value);
+                 json_text(name), micros(t_ns), series, value);
 }
 
 }  // namespace
@@ -40,13 +37,13 @@ std::string perfetto_json(const Timeline& t) {
   Out out(text);
   fmt::format_to(out, "{{\"displayTimeUnit\":\"ns\",\"otherData\":{{\"program\":{},\"mpi\":{}}},"
                       "\"traceEvents\":[\n",
-                 json_string(t.program), json_string(t.mpi));
+                 json_text(t.program), json_text(t.mpi));
   bool first = true;
   for (size_t n = 0; n < t.nodes.size(); ++n) {
     const int pid = static_cast<int>(n) + 1;
     separator(out, first);
     fmt::format_to(out, R"({{"ph":"M","pid":{},"name":"process_name","args":{{"name":{}}}}})",
-                   pid, json_string("node " + t.nodes[n].host));
+                   pid, json_text("node " + t.nodes[n].host));
     separator(out, first);
     fmt::format_to(out,
                    R"({{"ph":"M","pid":{},"name":"process_sort_index","args":{{"sort_index":{}}}}})",

@@ -6,7 +6,6 @@
 
 #include <cstdlib>
 #include <fstream>
-#include <iterator>
 #include <sstream>
 #include <string>
 
@@ -18,6 +17,7 @@
 #include "skeleton/skeleton.h"
 #include "synthetic_trace.h"
 #include "trace_builder.h"
+#include "util/file_read.h"
 
 namespace sk = pskel::skeleton;
 namespace lt = pskel::looptree;
@@ -912,11 +912,6 @@ std::vector<RankBuilder> mixed_trace() {
   return w;
 }
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 // The first line where `got` and `want` differ, for the failure message.
 std::string first_difference(const std::string& got, const std::string& want) {
   std::istringstream a(got), b(want);
@@ -948,12 +943,17 @@ TEST_CASE("skeleton: the skeleton of a trace with communicators, requests and v-
       std::ofstream(base + ".c", std::ios::binary) << s.source;
       std::ofstream(base + ".json", std::ios::binary) << description;
     }
-    const std::string want_source = read_text(base + ".c");
-    REQUIRE_MESSAGE(!want_source.empty(), base, ".c is missing (PSKEL_UPDATE_GOLDEN=1 writes it)");
+    constexpr uint64_t kMaxGoldenBytes = 1 << 20;
+    const auto want_source = pskel::read_regular_file(base + ".c", kMaxGoldenBytes);
+    REQUIRE_MESSAGE(want_source.ok(), want_source.error().line(),
+                    " (PSKEL_UPDATE_GOLDEN=1 writes it)");
     // Compared as flags: doctest would print both files whole.
-    const bool same_source = s.source == want_source;
-    CHECK_MESSAGE(same_source, base, ".c: ", first_difference(s.source, want_source));
-    const std::string want_description = read_text(base + ".json");
+    const bool same_source = s.source == want_source.value();
+    CHECK_MESSAGE(same_source, base, ".c: ", first_difference(s.source, want_source.value()));
+    const auto read_description = pskel::read_regular_file(base + ".json", kMaxGoldenBytes);
+    REQUIRE_MESSAGE(read_description.ok(), read_description.error().line(),
+                    " (PSKEL_UPDATE_GOLDEN=1 writes it)");
+    const std::string& want_description = read_description.value();
     const bool same_description = description == want_description;
     CHECK_MESSAGE(same_description, base, ".json: ",
                   first_difference(description, want_description));

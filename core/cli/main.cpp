@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "huge_pages.h"
 #include "progress/progress.h"
 #include "util/text.h"
 
@@ -29,6 +30,7 @@ int usage_error(const std::string& line) {
 }  // namespace pskel::cli
 
 int main(int argc, char** argv) {
+  pskel::cli::start_on_huge_pages(argv);
   // `pskel instrument SRC... -- FLAGS`: the program's compiler flags are not pskel's options,
   // and CLI11 would parse them.
   std::vector<std::string> compiler_flags;

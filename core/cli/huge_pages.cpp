@@ -1,0 +1,81 @@
+// See huge_pages.h.
+#include "huge_pages.h"
+
+#include <gnu/libc-version.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+namespace pskel::cli {
+
+namespace {
+
+constexpr char kTunables[] = "GLIBC_TUNABLES";
+constexpr char kTunable[] = "glibc.malloc.hugetlb";
+// Set in the restarted process only: "=" and the caller's GLIBC_TUNABLES, or "-" for none.
+constexpr char kCallersTunables[] = "PSKEL_CALLERS_GLIBC_TUNABLES";
+
+constexpr bool sanitized() {  // the sanitizers' allocators do not read glibc's tunables
+#if defined(__SANITIZE_ADDRESS__)
+  return true;
+#elif defined(__has_feature)
+  return __has_feature(address_sanitizer) || __has_feature(memory_sanitizer);
+#else
+  return false;
+#endif
+}
+
+// glibc 2.35 added the tunable; an older one ignores it, and a restart would gain nothing.
+bool libc_has_tunable() {
+  int major = 0, minor = 0;
+  return std::sscanf(gnu_get_libc_version(), "%d.%d", &major, &minor) == 2 &&
+         (major > 2 || (major == 2 && minor >= 35));
+}
+
+// THP's mode is "[madvise]": huge pages go to memory that asks for them. Under "[always]"
+// every large mapping has them already, under "[never]" none can.
+bool huge_pages_on_request() {
+  std::ifstream mode("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string line;
+  return std::getline(mode, line) && line.find("[madvise]") != std::string::npos;
+}
+
+void restore_callers_tunables(const char* saved) {
+  if (saved[0] == '=')
+    setenv(kTunables, saved + 1, 1);
+  else
+    unsetenv(kTunables);
+  unsetenv(kCallersTunables);
+}
+
+}  // namespace
+
+void start_on_huge_pages(char** argv) {
+  if (const char* saved = getenv(kCallersTunables)) {  // the restarted process
+    restore_callers_tunables(std::string(saved).c_str());
+    return;
+  }
+  const char* tunables = getenv(kTunables);
+  if (sanitized() || (tunables && std::strstr(tunables, kTunable)) || !libc_has_tunable() ||
+      !huge_pages_on_request())
+    return;  // the caller's setting stands, or there is nothing to gain
+  const std::string saved = tunables ? std::string("=") + tunables : std::string("-");
+  const std::string with_huge_pages = (tunables && *tunables ? std::string(tunables) + ":" : "") +
+                                      kTunable + "=1";
+  setenv(kCallersTunables, saved.c_str(), 1);
+  setenv(kTunables, with_huge_pages.c_str(), 1);
+  // The binary's own path, not /proc/self/exe, which would name the process "exe" in ps.
+  char self[4096];
+  const ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (length > 0) {
+    self[length] = '\0';
+    execv(self, argv);
+  }
+  restore_callers_tunables(saved.c_str());  // no restart: on small pages, as before
+}
+
+}  // namespace pskel::cli

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <string_view>
 
 namespace pskel::cli {
 
@@ -44,6 +45,15 @@ bool huge_pages_on_request() {
   return std::getline(mode, line) && line.find("[madvise]") != std::string::npos;
 }
 
+// The commands that hold a job's trace (the epilog's worker, forked, makes skeletons): only they
+// gain more than a restart costs (about 12 ms here, as much as pskel's start-up).
+bool holds_a_trace(std::string_view command) {
+  for (std::string_view heavy : {"compress", "skeleton", "simulate", "timeline", "place", "info",
+                                 "epilog"})
+    if (command == heavy) return true;
+  return false;
+}
+
 void restore_callers_tunables(const char* saved) {
   if (saved[0] == '=')
     setenv(kTunables, saved + 1, 1);
@@ -54,13 +64,13 @@ void restore_callers_tunables(const char* saved) {
 
 }  // namespace
 
-void start_on_huge_pages(char** argv) {
+void start_on_huge_pages(int argc, char** argv) {
   if (const char* saved = getenv(kCallersTunables)) {  // the restarted process
     restore_callers_tunables(std::string(saved).c_str());
     return;
   }
   const char* tunables = getenv(kTunables);
-  if (sanitized() || (tunables && std::strstr(tunables, kTunable)) || !libc_has_tunable() ||
+  if (argc < 2 || !holds_a_trace(argv[1]) || sanitized() || (tunables && std::strstr(tunables, kTunable)) || !libc_has_tunable() ||
       !huge_pages_on_request())
     return;  // the caller's setting stands, or there is nothing to gain
   const std::string saved = tunables ? std::string("=") + tunables : std::string("-");

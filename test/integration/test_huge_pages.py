@@ -1,24 +1,28 @@
 #!/usr/bin/env python3
-"""pskel runs on transparent huge pages where the kernel gives them on request (THP mode
-"madvise"): it starts itself again with GLIBC_TUNABLES=glibc.malloc.hugetlb=1 (core/cli/
-huge_pages.h). Checks what the programs pskel starts see (the caller's environment, untouched),
-what pskel itself ran with, that a caller's glibc.malloc.hugetlb is left alone, and that the
-process keeps its name."""
+"""pskel runs its trace-holding commands on transparent huge pages where the kernel gives them
+on request (THP mode "madvise"): it starts itself again with GLIBC_TUNABLES=glibc.malloc.hugetlb=1
+(core/cli/huge_pages.h). Through `pskel skeleton --cc PROBE`, whose compiler is a script that
+reports what it sees, checks what the programs pskel starts see (the caller's environment,
+untouched), what pskel itself ran with, that a caller's glibc.malloc.hugetlb is left alone, and
+that the process keeps its name."""
 import os
 import pathlib
 import re
+import stat
 import tempfile
 import unittest
 
-from testlib import PSKEL, mpi_env, run
+from testlib import BUILD, PSKEL, mpi_env, run
 
-# Printed by the program `pskel run` starts: its own view, then its parent's (pskel's) start-up
-# environment, as /proc keeps it, and the parent's name.
-PROBE = ('echo "child GLIBC_TUNABLES=${GLIBC_TUNABLES-<unset>}'
-         ' PSKEL_CALLERS_GLIBC_TUNABLES=${PSKEL_CALLERS_GLIBC_TUNABLES-<unset>}";'
-         ' tr "\\0" "\\n" < /proc/$PPID/environ | grep -E "^(GLIBC_TUNABLES|PSKEL_CALLERS_)" |'
-         ' sed "s/^/parent /";'
-         ' echo "name $(cat /proc/$PPID/comm)"')
+# The "compiler": its own view, its parent's (pskel's) start-up environment as /proc keeps it,
+# and its parent's name.
+PROBE = """#!/bin/sh
+{
+  echo "child GLIBC_TUNABLES=${GLIBC_TUNABLES-<unset>} PSKEL_CALLERS_GLIBC_TUNABLES=${PSKEL_CALLERS_GLIBC_TUNABLES-<unset>}"
+  tr '\\0' '\\n' < /proc/$PPID/environ | grep -E '^(GLIBC_TUNABLES|PSKEL_CALLERS_)' | sed 's/^/parent /'
+  echo "name $(cat /proc/$PPID/comm)"
+} > "$PROBE_OUT"
+"""
 
 
 def thp_mode():
@@ -31,38 +35,56 @@ def thp_mode():
 
 
 def libc_has_hugetlb_tunable():
-    version = os.confstr("CS_GNU_LIBC_VERSION") or ""  # "glibc 2.36"
-    found = re.search(r"(\d+)\.(\d+)", version)
+    found = re.search(r"(\d+)\.(\d+)", os.confstr("CS_GNU_LIBC_VERSION") or "")  # "glibc 2.36"
     return bool(found) and (int(found.group(1)), int(found.group(2))) >= (2, 35)
 
 
 class HugePages(unittest.TestCase):
-    def probe(self, tunables):
-        """Runs PROBE under `pskel run` with GLIBC_TUNABLES as given (None: unset)."""
-        env = mpi_env()
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.dir = pathlib.Path(cls.tmp.name)
+        cls.trace = cls.dir / "trace"
+        r = run([BUILD / "test" / "bench" / "tracegen", "--pattern", "halo3d", "--ranks", "4",
+                 "--events", "50", "-o", cls.trace])
+        if r.returncode != 0:
+            raise AssertionError(f"tracegen failed: {r.stderr}")
+        cls.probe_script = cls.dir / "probe.sh"
+        cls.probe_script.write_text(PROBE)
+        cls.probe_script.chmod(cls.probe_script.stat().st_mode | stat.S_IXUSR)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def probe(self, tunables, command="skeleton"):
+        """Runs `pskel skeleton` with GLIBC_TUNABLES as given (None: unset), the probe as its
+        compiler; returns the probe's lines: its own, its parent's (sorted), the parent's name."""
+        out = self.dir / "probe.out"
+        out.unlink(missing_ok=True)
+        env = mpi_env({"PROBE_OUT": str(out)})
         env.pop("GLIBC_TUNABLES", None)
         if tunables is not None:
             env["GLIBC_TUNABLES"] = tunables
-        with tempfile.TemporaryDirectory() as tmp:
-            r = run([PSKEL, "run", "--mpi", "mpich", "-o", pathlib.Path(tmp) / "t", "--",
-                     "sh", "-c", PROBE], env=env)
-        # No MPI program ran, so no trace: pskel says so, after the probe ran.
-        self.assertIn("no trace was written", r.stderr)
-        lines = r.stdout.splitlines()
+        r = run([PSKEL, "skeleton", self.trace, "-o", self.dir / "skeleton",
+                 "--cc", self.probe_script], env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = out.read_text().splitlines()
         child = next(l for l in lines if l.startswith("child "))
         parent = sorted(l[len("parent "):] for l in lines if l.startswith("parent "))
         name = next(l for l in lines if l.startswith("name "))[len("name "):]
         return child, parent, name
 
-    def restarts(self):
-        return thp_mode() == "madvise" and libc_has_hugetlb_tunable()
+    def require_restart(self):
+        if thp_mode() != "madvise" or not libc_has_hugetlb_tunable():
+            self.skipTest(f"THP mode {thp_mode()}, {os.confstr('CS_GNU_LIBC_VERSION')}: "
+                          "pskel has no reason to restart here")
 
     def test_the_program_started_sees_no_tunable_when_the_caller_set_none(self):
         child, parent, name = self.probe(None)
         self.assertEqual(child, "child GLIBC_TUNABLES=<unset> PSKEL_CALLERS_GLIBC_TUNABLES=<unset>")
         self.assertEqual(name, "pskel")
-        if not self.restarts():
-            self.skipTest(f"THP mode {thp_mode()}: pskel has no reason to restart here")
+        self.require_restart()
         self.assertEqual(parent, ["GLIBC_TUNABLES=glibc.malloc.hugetlb=1",
                                   "PSKEL_CALLERS_GLIBC_TUNABLES=-"])
 
@@ -71,10 +93,9 @@ class HugePages(unittest.TestCase):
         child, parent, name = self.probe(mine)
         self.assertEqual(child, f"child GLIBC_TUNABLES={mine} PSKEL_CALLERS_GLIBC_TUNABLES=<unset>")
         self.assertEqual(name, "pskel")
-        if not self.restarts():
-            self.skipTest(f"THP mode {thp_mode()}: pskel has no reason to restart here")
-        # glibc 2.36 cuts its copy of GLIBC_TUNABLES in /proc/PID/environ at the first ':' as it
-        # parses it: the restart shows in the caller's value kept beside it.
+        self.require_restart()
+        # glibc 2.36 cuts GLIBC_TUNABLES in /proc/PID/environ at the first ':' as it parses it:
+        # the restart shows in the caller's value kept beside it.
         self.assertIn(f"PSKEL_CALLERS_GLIBC_TUNABLES=={mine}", parent)
 
     def test_an_empty_tunables_variable_stays_empty_for_the_program(self):
@@ -85,6 +106,19 @@ class HugePages(unittest.TestCase):
         child, parent, _ = self.probe("glibc.malloc.hugetlb=0")
         self.assertEqual(parent, ["GLIBC_TUNABLES=glibc.malloc.hugetlb=0"])  # not restarted
         self.assertIn("GLIBC_TUNABLES=glibc.malloc.hugetlb=0 ", child)
+
+
+class NoRestartForLightCommands(unittest.TestCase):
+    def test_pskel_run_is_not_restarted(self):
+        """`pskel run` holds no trace: the job it launches has pskel's plain start as parent."""
+        with tempfile.TemporaryDirectory() as tmp:
+            env = mpi_env()
+            env.pop("GLIBC_TUNABLES", None)
+            r = run([PSKEL, "run", "--mpi", "mpich", "-o", pathlib.Path(tmp) / "t", "--",
+                     "sh", "-c", "tr '\\0' '\\n' < /proc/$PPID/environ"], env=env)
+        self.assertIn("no trace was written", r.stderr)  # no MPI program ran
+        self.assertNotIn("PSKEL_CALLERS_GLIBC_TUNABLES", r.stdout)
+        self.assertNotIn("GLIBC_TUNABLES", r.stdout)
 
 
 if __name__ == "__main__":

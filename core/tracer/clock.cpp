@@ -3,8 +3,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
-#include <cstring>
+#include <string_view>
 
 namespace pskel::tracer {
 
@@ -15,16 +16,39 @@ namespace {
 constexpr double kMaxAnchorNs = 16e6;
 
 #if PSKEL_CLOCK_HAS_TSC
-// Whether the kernel keeps its clocks on the TSC (it checked that the TSC is invariant and
-// synchronised across CPUs before choosing it, and stops using it if that changes).
-bool kernel_clock_is_tsc() {
-  const int fd = ::open("/sys/devices/system/clocksource/clocksource0/current_clocksource",
-                        O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  char name[16] = {};
-  const ssize_t n = ::read(fd, name, sizeof name - 1);
+// The start of a file, up to `size` bytes: the tracer reads these at MPI_Init, in the job's
+// process, with no allocation and no stdio.
+std::string_view read_start(const char* path, char* buffer, size_t size) {
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  size_t got = 0;
+  while (got < size) {
+    const ssize_t n = ::read(fd, buffer + got, size - got);
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
   ::close(fd);
-  return n > 0 && std::strcmp(name, "tsc\n") == 0;
+  return {buffer, got};
+}
+
+// The first line of `text` that starts with `key` (such as "flags\t\t: fpu vme ..."), or "".
+std::string_view line_starting(std::string_view text, std::string_view key) {
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    const std::string_view line = text.substr(at, end - at);
+    if (line.starts_with(key)) return line;
+    at = end + 1;
+  }
+  return {};
+}
+
+bool machine_tsc_follows_kernel_clock() {
+  char source[64], cpuinfo[16384];  // /proc/cpuinfo's first CPU, flags included, fits
+  const std::string_view clocksource = read_start(
+      "/sys/devices/system/clocksource/clocksource0/current_clocksource", source, sizeof source);
+  const std::string_view flags =
+      line_starting(read_start("/proc/cpuinfo", cpuinfo, sizeof cpuinfo), "flags");
+  return tsc_follows_kernel_clock(clocksource.substr(0, clocksource.find('\n')), flags);
 }
 
 // A TSC reading and the CLOCK_MONOTONIC time that matches it: the midpoint of two
@@ -48,9 +72,26 @@ int64_t read_pair(uint64_t* ticks) {
 
 }  // namespace
 
-void Clock::start() {
+bool tsc_follows_kernel_clock(std::string_view clocksource, std::string_view cpu_flags) {
+  const auto has_flag = [cpu_flags](std::string_view flag) {
+    for (size_t at = cpu_flags.find(flag); at != std::string_view::npos;
+         at = cpu_flags.find(flag, at + 1)) {
+      const size_t end = at + flag.size();
+      const bool starts = at == 0 || cpu_flags[at - 1] == ' ' || cpu_flags[at - 1] == '\t';
+      const bool ends = end == cpu_flags.size() || cpu_flags[end] == ' ' || cpu_flags[end] == '\n';
+      if (starts && ends) return true;
+    }
+    return false;
+  };
+  if (clocksource == "tsc") return true;
+  return clocksource == "kvm-clock" && has_flag("constant_tsc") && has_flag("nonstop_tsc") &&
+         has_flag("tsc_reliable");
+}
+
+void Clock::start(Source source) {
 #if PSKEL_CLOCK_HAS_TSC
-  use_tsc_ = kernel_clock_is_tsc();
+  use_tsc_ = source == Source::tsc ||
+             (source == Source::automatic && machine_tsc_follows_kernel_clock());
   if (!use_tsc_) return;
   first_ns_ = anchor_ns_ = read_pair(&first_ticks_);
   anchor_ticks_ = first_ticks_;

@@ -4,13 +4,12 @@
 // waits for the traced call's pending loads and stores; measured inside a wrapper it costs
 // ~40 ns, twice per record, most of the tracer's budget (docs/design.md: <= 100 ns per call).
 //
-// Where the kernel keeps CLOCK_MONOTONIC on the TSC itself (clocksource "tsc": the kernel found
-// it invariant and synchronised across CPUs), CLOCK_MONOTONIC is the TSC scaled linearly, up to
-// NTP's small frequency corrections. The clock then reads the TSC (rdtsc, ~10 ns) and scales
-// it from an anchor, a (TSC, clock_gettime) pair that it takes again every ~16 ms. The scale is
-// the rate over all the time since start(), so its error shrinks as the run goes on; readings
-// stay within ~100 ns of clock_gettime, and never decrease. Anywhere else (another clocksource,
-// not x86) it is clock_gettime.
+// Where CLOCK_MONOTONIC follows the TSC (tsc_follows_kernel_clock()), it is the TSC scaled
+// linearly, up to NTP's small frequency corrections. The clock then reads the TSC (rdtsc,
+// ~10 ns) and scales it from an anchor, a (TSC, clock_gettime) pair that it takes again every
+// ~16 ms. The scale is the rate over all the time since start(), so its error shrinks as the
+// run goes on; readings stay within ~100 ns of clock_gettime, and never decrease. Anywhere else
+// (another clocksource, not x86) it is clock_gettime.
 //
 // Not thread-safe: the session's one recording thread reads it.
 #pragma once
@@ -18,6 +17,7 @@
 #include <time.h>
 
 #include <cstdint>
+#include <string_view>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
@@ -35,11 +35,25 @@ inline int64_t monotonic_ns() {
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
+// Whether CLOCK_MONOTONIC is the TSC scaled, given the kernel's clocksource (the first line of
+// /sys/devices/system/clocksource/clocksource0/current_clocksource) and the CPU flags (the
+// "flags" line of /proc/cpuinfo): clocksource "tsc" (the kernel found the TSC invariant and
+// synchronised across CPUs before choosing it, and stops using it if that changes); or, in a
+// KVM guest, "kvm-clock" with an invariant TSC the hypervisor vouches for (constant_tsc,
+// nonstop_tsc and tsc_reliable): kvm-clock is then the guest's TSC scaled by the host's
+// parameters, and clock_gettime reads it with a serialising rdtscp and a fence, ~30-40 ns.
+bool tsc_follows_kernel_clock(std::string_view clocksource, std::string_view cpu_flags);
+
 class Clock {
  public:
-  // Chooses the source and, for the TSC, takes the first anchor. The first reading measures
-  // the rate over the time since then, so a few ms between the two make it good from the start.
-  void start();
+  enum class Source { automatic, tsc, clock_gettime };
+
+  // Chooses the source (automatic: the TSC where tsc_follows_kernel_clock() says so for this
+  // machine; tsc where there is none is clock_gettime) and, for the TSC, takes the first
+  // anchor. The first reading measures the rate over the time since then, so a few ms between
+  // the two make it good from the start.
+  void start(Source source = Source::automatic);
+  bool uses_tsc() const { return use_tsc_; }
 
   // CLOCK_MONOTONIC now, in ns.
   int64_t now_ns() {

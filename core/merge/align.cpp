@@ -69,6 +69,7 @@
 // candidate of a rank that has that few left. So O(n·L) when ranks agree and O(m·n·L) at
 // worst.
 #include <algorithm>
+#include <cassert>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -132,6 +133,8 @@ class Aligner {
       active_weight_ += weight(v.rank);
     }
     out_.events.reserve(longest);
+    // Exactly one part per event record: the parts never move, and the interner reads them
+    // where they are (hand_to_symbols()).
     out_.parts.reserve(total);
     while (!active_.empty()) {
       const int32_t lead = active_.front();
@@ -260,22 +263,25 @@ class Aligner {
       });
   }
 
-  // Copies the events emitted since the last call, with their parts, to the interner.
+  // Hands the events emitted since the last call to the interner: a copy of the events (the
+  // vector may grow), their parts in place (it may not: run() reserves them all).
   void hand_to_symbols() {
     if (handed_ == out_.events.size()) return;
     const uint32_t first_part = out_.events[handed_].first_part;
     std::vector<Event> events(out_.events.begin() + static_cast<std::ptrdiff_t>(handed_),
                               out_.events.end());
     for (Event& e : events) e.first_part -= first_part;
-    symbols_.add(std::move(events),
-                 std::vector<Part>(out_.parts.begin() + first_part, out_.parts.end()));
+    symbols_.add(std::move(events), std::span<const Part>(out_.parts).subspan(first_part));
     handed_ = out_.events.size();
     handed_parts_ = out_.parts.size();
   }
 
   // The parts of every member of leader r's group at position `at` (the same for all).
   void add_parts(int32_t r, size_t at) {
-    for (int32_t m : view(r).members) out_.parts.push_back({m, view(m).order[at]});
+    for (int32_t m : view(r).members) {
+      assert(out_.parts.size() < out_.parts.capacity());  // the interner's view stays valid
+      out_.parts.push_back({m, view(m).order[at]});
+    }
   }
 
   // Puts the parts from `first` on in ascending rank: each group's are, but groups interleave
@@ -528,9 +534,9 @@ class Aligner {
     return a.awaited > b.awaited;  // equal: the earlier candidate (lower rank) stays
   }
 
-  // Events, or parts, handed to the interner at a time: enough that a copy and a hand-over
-  // are cheap beside interning them; few enough that the copies stay small (an event of a
-  // 16,384-rank job can have 16,384 parts).
+  // Events, or parts, handed to the interner at a time: enough that a hand-over (and the copy
+  // of the events) is cheap beside interning them; few enough that the interner keeps pace
+  // (an event of a 16,384-rank job can have 16,384 parts).
   static constexpr size_t kSliceEvents = 16384, kSliceParts = size_t{1} << 20;
 
   const std::vector<RankView>& views_;

@@ -232,7 +232,8 @@ class AlikeRanks {
 };
 
 // Interns merged events into dense symbols, numbered by their first event (symbols.cpp). The
-// alignment hands it its events a slice at a time, copied with their parts, as it emits them;
+// alignment hands it its events a slice at a time, copied, with a view of their parts, as it
+// emits them;
 // building the keys (from each part's PartKey; no record is read) then runs on a thread of its
 // own beside the alignment, which is single-threaded, unless this process may use one CPU only.
 class SymbolInterner {
@@ -244,8 +245,9 @@ class SymbolInterner {
   SymbolInterner& operator=(const SymbolInterner&) = delete;
 
   // The next events of the merge, in order, with their parts (Event::first_part indexes
-  // `parts`). Thread-compatible: one caller.
-  void add(std::vector<Event> events, std::vector<Part> parts);
+  // `parts`, a view of MergedTrace::parts that must not move or change until finish()).
+  // Thread-compatible: one caller.
+  void add(std::vector<Event> events, std::span<const Part> parts);
   // Sets the symbol of every event added (out.events, in the same order) and out.symbol_key.
   // Rethrows what the thread threw.
   void finish(MergedTrace& out);

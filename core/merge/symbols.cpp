@@ -273,7 +273,7 @@ std::string describe_key(std::span<const int32_t> key, int world_size) {
 struct SymbolInterner::State {
   struct Slice {
     std::vector<Event> events;
-    std::vector<Part> parts;
+    std::span<const Part> parts;
   };
   int world_size;
   SymbolTable table;
@@ -373,8 +373,8 @@ SymbolInterner::SymbolInterner(const std::vector<RankView>& views, int world_siz
 
 SymbolInterner::~SymbolInterner() { state_->close(); }
 
-void SymbolInterner::add(std::vector<Event> events, std::vector<Part> parts) {
-  State::Slice slice{std::move(events), std::move(parts)};
+void SymbolInterner::add(std::vector<Event> events, std::span<const Part> parts) {
+  State::Slice slice{std::move(events), parts};
   if (!state_->thread.joinable()) {
     state_->intern(slice);
     return;

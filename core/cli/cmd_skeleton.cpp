@@ -181,6 +181,8 @@ int run_skeleton(const SkeletonOptions& opt) {
       return fail(fmt::format("MPI compiler {} not found (the trace was made with MPI \"{}\"; install "
                               "its development package or give --cc)",
                               cc, mpi));
+    // A binary left by an earlier build in OUT must not pass for this one's.
+    fs::remove(out / "skeleton", ec);
     child::Options compile;
     compile.search_path = true;
     compile.stop_on_interrupt = true;
@@ -192,6 +194,9 @@ int run_skeleton(const SkeletonOptions& opt) {
     if (compiled.exit_code != 0)
       return fail(fmt::format("{}: {} failed ({}); see {}", (out / "skeleton.c").string(), cc,
                               first_line(compiled.err + compiled.out), (out / "compile.log").string()));
+    if (!fs::is_regular_file(out / "skeleton", ec))
+      return fail(fmt::format("{}: {} exited 0 but wrote no {}; see {}", (out / "skeleton.c").string(),
+                              cc, (out / "skeleton").string(), (out / "compile.log").string()));
   } else {
     desc["binary"] = nullptr;
   }

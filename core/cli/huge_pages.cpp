@@ -70,9 +70,10 @@ void start_on_huge_pages(int argc, char** argv) {
     return;
   }
   const char* tunables = getenv(kTunables);
-  if (argc < 2 || !holds_a_trace(argv[1]) || sanitized() || (tunables && std::strstr(tunables, kTunable)) || !libc_has_tunable() ||
-      !huge_pages_on_request())
-    return;  // the caller's setting stands, or there is nothing to gain
+  const bool callers_choice = tunables && std::strstr(tunables, kTunable);
+  if (argc < 2 || !holds_a_trace(argv[1]) || callers_choice || sanitized() ||
+      !libc_has_tunable() || !huge_pages_on_request())
+    return;  // a light command, the caller's setting stands, or there is nothing to gain
   const std::string saved = tunables ? std::string("=") + tunables : std::string("-");
   const std::string with_huge_pages = (tunables && *tunables ? std::string(tunables) + ":" : "") +
                                       kTunable + "=1";

@@ -12,10 +12,10 @@ namespace pskel::cli {
 // Call first in main(), with main's argc and argv. For a command that holds a job's trace
 // (compress, skeleton, simulate, timeline, place, info, epilog), when huge pages are to be had
 // only on request and the caller's GLIBC_TUNABLES says nothing of glibc.malloc.hugetlb,
-// replaces the process with pskel run again with the tunable added; in that second run, restores GLIBC_TUNABLES as the
-// caller had it, so that the programs pskel starts (a traced job, a skeleton, the compiler)
-// see the caller's environment. Returns in the process that is to run the command; if the
-// restart cannot be made, pskel runs on small pages as before.
+// replaces the process with pskel run again with the tunable added. In that second run it
+// restores GLIBC_TUNABLES as the caller had it, so that the programs pskel starts (a traced
+// job, a skeleton, the compiler) see the caller's environment. Returns in the process that is
+// to run the command; if the restart cannot be made, pskel runs on small pages as before.
 void start_on_huge_pages(int argc, char** argv);
 
 }  // namespace pskel::cli

@@ -22,6 +22,7 @@ PROBE = """#!/bin/sh
   tr '\\0' '\\n' < /proc/$PPID/environ | grep -E '^(GLIBC_TUNABLES|PSKEL_CALLERS_)' | sed 's/^/parent /'
   echo "name $(cat /proc/$PPID/comm)"
 } > "$PROBE_OUT"
+touch "$3"  # the binary pskel expects: cc -O2 -o BINARY SOURCES...
 """
 
 

@@ -335,6 +335,20 @@ class BadInput(unittest.TestCase):
                                          timeout=60))
         self.assertIn("mpicc.mpich", line)
 
+    def test_compiler_that_writes_no_binary(self):
+        """A compiler that exits 0 without writing the binary is an error, and a binary an
+        earlier build left in the output directory does not pass for the new one."""
+        fake = self.tmp / "fake-cc"
+        fake.write_text("#!/bin/sh\nexit 0\n")
+        fake.chmod(0o755)
+        out = self.tmp / "out-fake-cc"
+        out.mkdir(exist_ok=True)
+        (out / "skeleton").write_text("an earlier build\n")
+        line = self.one_line_error(pskel("skeleton", self.trace, "-o", out, "--cc", fake, timeout=60))
+        self.assertIn("wrote no", line)
+        self.assertIn(str(out / "skeleton"), line)
+        self.assertFalse((out / "skeleton").exists())
+
     def test_usage(self):
         self.assertEqual(pskel("skeleton", self.trace, "-o", self.tmp / "x", "--scale", "0").returncode, 2)
         self.assertEqual(pskel("skeleton", self.trace).returncode, 2)

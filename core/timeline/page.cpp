@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <map>
-#include <nlohmann/json.hpp>
 
 #include "timeline/aggregate.h"
 #include "timeline/groups.h"

@@ -3,8 +3,6 @@
 // avoided: some importers reserve them), names given by metadata ("M") events.
 #include <fmt/format.h>
 
-#include <nlohmann/json.hpp>
-
 #include "timeline/page.h"
 #include "util/json_text.h"
 

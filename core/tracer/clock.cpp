@@ -1,11 +1,10 @@
 #include "clock.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <string_view>
+
+#include "proc_stats.h"
 
 namespace pskel::tracer {
 
@@ -16,21 +15,6 @@ namespace {
 constexpr double kMaxAnchorNs = 16e6;
 
 #if PSKEL_CLOCK_HAS_TSC
-// The start of a file, up to `size` bytes: the tracer reads these at MPI_Init, in the job's
-// process, with no allocation and no stdio.
-std::string_view read_start(const char* path, char* buffer, size_t size) {
-  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return {};
-  size_t got = 0;
-  while (got < size) {
-    const ssize_t n = ::read(fd, buffer + got, size - got);
-    if (n <= 0) break;
-    got += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  return {buffer, got};
-}
-
 // The first line of `text` that starts with `key` (such as "flags\t\t: fpu vme ..."), or "".
 std::string_view line_starting(std::string_view text, std::string_view key) {
   for (size_t at = 0; at < text.size();) {
@@ -44,10 +28,11 @@ std::string_view line_starting(std::string_view text, std::string_view key) {
 
 bool machine_tsc_follows_kernel_clock() {
   char source[64], cpuinfo[16384];  // /proc/cpuinfo's first CPU, flags included, fits
-  const std::string_view clocksource = read_start(
-      "/sys/devices/system/clocksource/clocksource0/current_clocksource", source, sizeof source);
-  const std::string_view flags =
-      line_starting(read_start("/proc/cpuinfo", cpuinfo, sizeof cpuinfo), "flags");
+  const std::string_view clocksource(
+      source, read_proc_file("/sys/devices/system/clocksource/clocksource0/current_clocksource",
+                             source, sizeof source));
+  const std::string_view flags = line_starting(
+      {cpuinfo, read_proc_file("/proc/cpuinfo", cpuinfo, sizeof cpuinfo)}, "flags");
   return tsc_follows_kernel_clock(clocksource.substr(0, clocksource.find('\n')), flags);
 }
 

@@ -1,8 +1,25 @@
 #include "proc_stats.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
 
 namespace pskel::tracer {
+
+size_t read_proc_file(const char* path, char* buf, size_t capacity) {
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n;
+  do {
+    n = ::read(fd, buf, capacity - 1);
+  } while (n < 0 && errno == EINTR);
+  ::close(fd);
+  const size_t got = n > 0 ? static_cast<size_t>(n) : 0;
+  buf[got] = '\0';
+  return got;
+}
 namespace {
 
 // Reads a non-negative decimal at text[*at], skipping spaces first; -1 if there is none.

@@ -1,6 +1,6 @@
 // Parsers for the /proc files the resource sampler reads (sampler.h): the node's CPU ticks
 // (/proc/stat), its memory (/proc/meminfo), the process's resident set (/proc/self/statm) and
-// the traced thread's run-queue delay (/proc/thread-self/schedstat).
+// the traced thread's run-queue delay (/proc/thread-self/schedstat); and their reader.
 // Pure functions over a text buffer: no allocation, no exceptions, -1 for what is not there.
 #pragma once
 
@@ -8,6 +8,10 @@
 #include <cstdint>
 
 namespace pskel::tracer {
+
+// Reads the start of a small /proc or /sys file into buf (NUL-terminated), in one read: what a
+// traced process may do at any time (no allocation, no stdio). The bytes read, 0 if none.
+size_t read_proc_file(const char* path, char* buf, size_t capacity);
 
 struct NodeCpuTicks {
   int64_t busy = -1;    // user + nice + system + irq + softirq + steal

@@ -32,20 +32,6 @@ constexpr int64_t kRunDelayStepNs = 1000000;
 // over the ranks (2 ranks of the stencil: 2.6 % of the run unaligned).
 int64_t next_on_grid(int64_t now_ns, int64_t step) { return (now_ns / step + 1) * step; }
 
-// Reads the start of a small /proc file into buf (NUL-terminated); the bytes read, 0 if none.
-size_t read_proc_file(const char* path, char* buf, size_t capacity) {
-  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  ssize_t n;
-  do {
-    n = ::read(fd, buf, capacity - 1);
-  } while (n < 0 && errno == EINTR);
-  ::close(fd);
-  const size_t got = n > 0 ? static_cast<size_t>(n) : 0;
-  buf[got] = '\0';
-  return got;
-}
-
 int64_t clock_ns(clockid_t clock) {
   timespec ts;
   if (clock_gettime(clock, &ts) != 0) return -1;

@@ -15,7 +15,7 @@ struct PageOptions {
   // calls of the `ranks` only: every call of 16,384 ranks would not open in a browser.
   size_t max_lanes = 256;
   int max_groups = 128;
-  int group_buckets = 4096;
+  int group_buckets = 2048;
   // The ranks whose calls a page of groups draws, ascending (ranks beyond the job ignored);
   // empty: the first 16.
   std::vector<int> ranks;

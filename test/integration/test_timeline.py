@@ -5,6 +5,7 @@ when merging is off; merged boxes on a large run), the same runs as trace-event 
 complete event per call, CPU/memory counters), the tracer's resource sampling (on by default,
 off with PSKEL_SAMPLE_MS=0, not delaying MPI_Finalize), a synthetic job of 2,048 ranks drawn in
 groups of ranks with the calls of the ranks asked for, and bad input."""
+import base64
 import html.parser
 import json
 import os
@@ -33,6 +34,13 @@ def timeline(trace_dir, output, *extra):
     if r.returncode != 0:
         raise AssertionError(f"pskel timeline failed ({r.returncode}): {r.stderr}")
     return json.loads(r.stdout)
+
+
+def page_data(page):
+    """The JSON object a page embeds (script#pskel-data)."""
+    text = pathlib.Path(page).read_text()
+    start = text.index(">", text.index('id="pskel-data"')) + 1
+    return json.loads(text[start:text.index("</script>", start)])
 
 
 class DomAttributes(html.parser.HTMLParser):
@@ -269,6 +277,20 @@ class ManyRanksAreDrawnInGroups(unittest.TestCase):
         self.assertIn("2048 ranks in 128 groups of 16", dom.texts["summary"])
         self.assertIn("the calls of ranks 3, 1000–1001", dom.texts["summary"])
         self.assertIsNotNone(dom.ready_ms)
+        # The strips show the page's shares: the pixels painted in each state are that state's
+        # share of all groups' time (each bucket rounded to a row's 6 pixels), all buckets in
+        # view.
+        data = page_data(page)
+        share = base64.b64decode(data["groups"]["share"])
+        buckets = data["groups"]["buckets"]
+        self.assertEqual(len(share), 128 * buckets * 5)
+        self.assertEqual(dom.chart["data-group-buckets"], f"0-{buckets}")
+        pixels = [float(p) for p in dom.chart["data-group-pixels"].split(",")]
+        for state in range(5):
+            expected = sum(share[state::5]) / 255 / (128 * buckets)
+            self.assertAlmostEqual(pixels[state] / (128 * buckets * 6), expected, delta=0.02,
+                                   msg=f"state {state}: {pixels}")
+        self.assertGreater(pixels[0], 0)
 
     def test_default_ranks_and_a_higher_max_lanes(self):
         page = pathlib.Path(self.tmp.name) / "default.html"

@@ -234,47 +234,80 @@
     ctx.lineWidth = 1;
   }
 
-  // The group strips, straight into the canvas's pixels (a rectangle per state, pixel and group
-  // would cost a second at 128 groups): per device pixel column the shares of the buckets it
-  // spans, stacked from the bottom (waiting, collective, point-to-point, setup, computing); what
-  // is left is time outside the ranks' runs.
+  // The group strips: drawn once, a column per bucket (in device pixels, rows as on the chart),
+  // into a canvas of their own; a frame scales the buckets in view onto the chart, averaged by
+  // the browser where a pixel spans several (a frame drawing the strips pixel by pixel cost
+  // 100-250 ms at 128 groups on a slow machine; one drawImage costs about a millisecond). Per
+  // bucket the shares are stacked from the bottom (waiting, collective, point-to-point, setup,
+  // computing); what is left is time outside the ranks' runs.
   const STACK = [3, 2, 1, 4, 0];
-  const RGB = COLORS.map(function (c) {
-    return [parseInt(c.slice(1, 3), 16), parseInt(c.slice(3, 5), 16), parseInt(c.slice(5, 7), 16)];
-  });
+  // Each state's colour as one 32-bit pixel, in the byte order of this machine's ImageData.
+  const PIXEL = new Uint32Array(new Uint8Array(COLORS.flatMap(function (c) {
+    return [parseInt(c.slice(1, 3), 16), parseInt(c.slice(3, 5), 16), parseInt(c.slice(5, 7), 16), 255];
+  })).buffer);
+  const groupPixels = new Float64Array(5);   // pixels of the strips' canvas in each state
+  let strips = null;                         // {canvas, ratio, drawn: [first, last) bucket}
+  // One strip, a column per bucket, from the shares at groups.share[from...] up from pixel row
+  // `bottom`, `rowH` pixels tall. A function of its own: the engine optimises it early.
+  function paintStrip(px, w, from, bottom, rowH) {
+    const share = groups.share;
+    for (let b = 0, j = from; b < w; ++b, j += 5) {
+      let cumulative = 0, painted = 0, i = bottom * w + b;
+      for (let k = 0; k < 5; ++k) {
+        const s = STACK[k];
+        cumulative += share[j + s];
+        const upTo = Math.min(rowH, Math.round(cumulative / 255 * rowH));
+        for (; painted < upTo; ++painted, i -= w) px[i] = PIXEL[s];
+      }
+    }
+  }
+  // What the strips' image holds, for tests and scripts (#chart's data-group-pixels).
+  function countPixels(px) {
+    groupPixels.fill(0);
+    let last = 0, state = -1;
+    for (let i = 0; i < px.length; ++i) {
+      if (px[i] !== last) { last = px[i]; state = PIXEL.indexOf(last); }
+      if (state >= 0) ++groupPixels[state];
+    }
+  }
+  function stripsCanvas(ratio) {
+    if (strips && strips.ratio === ratio) return strips;
+    const top = groupRows[0].y, bottom = groupRows[groupRows.length - 1];
+    const w = groups.buckets, h = Math.round((bottom.y + bottom.h - top) * ratio);
+    const canvas = document.createElement("canvas");
+    canvas.width = w;
+    canvas.height = h;
+    const c = canvas.getContext("2d");
+    const image = c.createImageData(w, h);
+    const px = new Uint32Array(image.data.buffer);
+    for (const row of groupRows) {
+      const rowH = Math.round(row.h * ratio);
+      paintStrip(px, w, row.index * w * 5, Math.round((row.y - top) * ratio) + rowH - 1, rowH);
+    }
+    countPixels(px);
+    c.putImageData(image, 0, 0);
+    strips = {canvas: canvas, ratio: ratio, drawn: [0, 0]};
+    return strips;
+  }
   function drawGroups(width) {
     if (!groups) return;
     const ratio = window.devicePixelRatio || 1;
-    const x0 = Math.round(LABEL_WIDTH * ratio), x1 = Math.round(width * ratio);
-    const top = groupRows[0], bottom = groupRows[groupRows.length - 1];
-    const y0 = Math.round(top.y * ratio), y1 = Math.round((bottom.y + bottom.h) * ratio);
-    if (x1 <= x0 || y1 <= y0) return;
-    const image = ctx.createImageData(x1 - x0, y1 - y0);
-    const px = image.data, w = x1 - x0, stride = groups.buckets * 5;
-    const sums = new Float64Array(5);
-    for (let xd = 0; xd < w; ++xd) {
-      const ta = tOf((x0 + xd) / ratio), tb = tOf((x0 + xd + 1) / ratio);
-      const ba = Math.max(0, Math.floor(ta / groups.bucketNs));
-      const bb = Math.min(groups.buckets, Math.max(ba + 1, Math.ceil(tb / groups.bucketNs)));
-      if (bb <= ba) continue;
-      for (const row of groupRows) {
-        sums.fill(0);
-        const base = row.index * stride;
-        for (let b = ba; b < bb; ++b)
-          for (let s = 0; s < 5; ++s) sums[s] += groups.share[base + b * 5 + s];
-        const rowTop = Math.round(row.y * ratio) - y0, rowH = Math.round(row.h * ratio);
-        let cumulative = 0, painted = 0;
-        for (const s of STACK) {
-          cumulative += sums[s] / (255 * (bb - ba));
-          const upTo = Math.min(rowH, Math.round(cumulative * rowH));
-          for (; painted < upTo; ++painted) {
-            const i = ((rowTop + rowH - 1 - painted) * w + xd) * 4;
-            px[i] = RGB[s][0]; px[i + 1] = RGB[s][1]; px[i + 2] = RGB[s][2]; px[i + 3] = 255;
-          }
-        }
-      }
-    }
-    ctx.putImageData(image, x0, y0);
+    const s = stripsCanvas(ratio);
+    const first = Math.max(0, view.t0 / groups.bucketNs);
+    const last = Math.min(groups.buckets, view.t1 / groups.bucketNs);
+    s.drawn = [Math.floor(first), Math.ceil(last)];
+    if (last <= first) return;
+    const x0 = xOf(first * groups.bucketNs), x1 = xOf(last * groups.bucketNs);
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(LABEL_WIDTH, 0, width - LABEL_WIDTH, totalHeight);
+    ctx.clip();
+    // Shrunk, a pixel is the average of its buckets; stretched, a bucket stays one flat box.
+    ctx.imageSmoothingEnabled = last - first > (x1 - x0) * ratio;
+    ctx.imageSmoothingQuality = "high";
+    ctx.drawImage(s.canvas, first, 0, last - first, s.canvas.height,
+                  x0, groupRows[0].y, x1 - x0, s.canvas.height / ratio);
+    ctx.restore();
   }
 
   function drawLabels() {
@@ -368,6 +401,9 @@
     const chart = document.getElementById("chart");
     chart.dataset.rows = lanes.length;
     chart.dataset.groups = groups ? groups.count : 0;
+    // The group strips: pixels of their canvas in each state (state order), buckets in view.
+    chart.dataset.groupPixels = Array.from(groupPixels).join(",");
+    chart.dataset.groupBuckets = strips ? strips.drawn.join("-") : "";
     chart.dataset.calls = data.calls;
     chart.dataset.boxes = boxes;
     chart.dataset.boxCalls = calls;

@@ -2,12 +2,14 @@
 #include "huge_pages.h"
 
 #include <gnu/libc-version.h>
+#include <malloc.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <string_view>
 
@@ -87,6 +89,13 @@ void start_on_huge_pages(int argc, char** argv) {
     execv(self, argv);
   }
   restore_callers_tunables(saved.c_str());  // no restart: on small pages, as before
+}
+
+void keep_freed_memory(int argc, char** argv) {
+  if (argc < 2 || !holds_a_trace(argv[1])) return;
+  // Setting either also stops glibc from moving these thresholds as the program runs.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
 }
 
 }  // namespace pskel::cli

@@ -1,4 +1,4 @@
-// Transparent huge pages for pskel's own large arrays. Its stages fill a job's records, the
+// Transparent huge pages, and a heap that keeps what it frees, for pskel's own large arrays. Its stages fill a job's records, the
 // merge's per-rank views and simulate's graph once (gigabytes at 16,384 ranks) and then read
 // across them: on 4 KiB pages that is a page fault per 4 KiB written, dear in a virtual
 // machine, and a TLB miss per scattered read. Where the kernel gives huge pages only to memory
@@ -17,5 +17,12 @@ namespace pskel::cli {
 // job, a skeleton, the compiler) see the caller's environment. Returns in the process that is
 // to run the command; if the restart cannot be made, pskel runs on small pages as before.
 void start_on_huge_pages(int argc, char** argv);
+
+// Call next, for the same commands: freed memory stays with the process for the next rank's
+// arrays (no trimming of the heap's top, no separate mapping below 32 MiB) instead of going back
+// to the kernel and being faulted in, zeroed, again: these commands read a trace a rank at a
+// time and free each rank's records once used (pskel timeline at 16,384 ranks: 2.0 s instead of
+// 2.6 s, peak memory within 1 %). No-op for other commands.
+void keep_freed_memory(int argc, char** argv);
 
 }  // namespace pskel::cli

@@ -31,6 +31,7 @@ int usage_error(const std::string& line) {
 
 int main(int argc, char** argv) {
   pskel::cli::start_on_huge_pages(argc, argv);
+  pskel::cli::keep_freed_memory(argc, argv);
   // `pskel instrument SRC... -- FLAGS`: the program's compiler flags are not pskel's options,
   // and CLI11 would parse them.
   std::vector<std::string> compiler_flags;

@@ -4,11 +4,14 @@ on request (THP mode "madvise"): it starts itself again with GLIBC_TUNABLES=glib
 (core/cli/huge_pages.h). Through `pskel skeleton --cc PROBE`, whose compiler is a script that
 reports what it sees, checks what the programs pskel starts see (the caller's environment,
 untouched), what pskel itself ran with, that a caller's glibc.malloc.hugetlb is left alone, and
-that the process keeps its name."""
+that the process keeps its name. And, through a mallopt() shim preloaded, that the same commands
+keep the memory they free (core/cli/huge_pages.h, keep_freed_memory) and light ones do not."""
 import os
 import pathlib
 import re
+import shutil
 import stat
+import subprocess
 import tempfile
 import unittest
 
@@ -107,6 +110,63 @@ class HugePages(unittest.TestCase):
         child, parent, _ = self.probe("glibc.malloc.hugetlb=0")
         self.assertEqual(parent, ["GLIBC_TUNABLES=glibc.malloc.hugetlb=0"])  # not restarted
         self.assertIn("GLIBC_TUNABLES=glibc.malloc.hugetlb=0 ", child)
+
+
+# Logs each mallopt() call ("param value result") to $MALLOPT_LOG, then makes it.
+MALLOPT_SHIM = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+int mallopt(int param, int value) {
+  int (*real)(int, int) = (int (*)(int, int))dlsym(RTLD_NEXT, "mallopt");
+  int result = real ? real(param, value) : -1;
+  const char* path = getenv("MALLOPT_LOG");
+  FILE* log = path ? fopen(path, "a") : NULL;
+  if (log) {
+    fprintf(log, "%d %d %d\n", param, value, result);
+    fclose(log);
+  }
+  return result;
+}
+"""
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3   # <malloc.h>
+
+
+@unittest.skipIf(shutil.which("cc") is None, "no C compiler for the mallopt() shim")
+class FreedMemoryStaysWithTheProcess(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.dir = pathlib.Path(cls.tmp.name)
+        (cls.dir / "shim.c").write_text(MALLOPT_SHIM)
+        subprocess.run(["cc", "-shared", "-fPIC", "-o", cls.dir / "shim.so", cls.dir / "shim.c",
+                        "-ldl"], check=True)
+        cls.trace = cls.dir / "trace"
+        r = run([BUILD / "test" / "bench" / "tracegen", "--pattern", "transpose", "--ranks", "4",
+                 "--events", "20", "-o", cls.trace])
+        if r.returncode != 0:
+            raise AssertionError(f"tracegen failed: {r.stderr}")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def mallopt_calls(self, *args):
+        log = self.dir / "mallopt.log"
+        log.unlink(missing_ok=True)
+        r = run([PSKEL, *args], env=mpi_env({"LD_PRELOAD": str(self.dir / "shim.so"),
+                                             "MALLOPT_LOG": str(log)}))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return log.read_text().splitlines() if log.exists() else []
+
+    def test_a_trace_holding_command_keeps_what_it_frees(self):
+        calls = self.mallopt_calls("info", self.trace)
+        self.assertIn(f"{M_MMAP_THRESHOLD} {32 << 20} 1", calls)   # 1: glibc took the value
+        self.assertIn(f"{M_TRIM_THRESHOLD} {2**31 - 1} 1", calls)
+
+    def test_a_light_command_leaves_malloc_alone(self):
+        self.assertEqual(self.mallopt_calls("db", "--help"), [])
 
 
 class NoRestartForLightCommands(unittest.TestCase):

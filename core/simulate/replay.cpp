@@ -18,6 +18,20 @@ struct OpTime {
   uint32_t bind = kNone;   // the endpoint whose post time decided `end`; kNone: the op itself
 };
 
+// Where one rank is in the replay: all that resuming it reads first, in 48 bytes. The replay
+// resumes every rank at each collective; with this state in five arrays (and each rank's times
+// in a vector of its own) that was a cache miss per array per rank once 16,384 ranks' state
+// outgrew the cache.
+struct RankState {
+  const Op* ops = nullptr;
+  OpTime* times = nullptr;   // of its ops, in Replay::times_
+  uint32_t count = 0;        // its ops
+  uint32_t next = 0;         // the op it is at
+  double clock = 0;          // the end of its last op
+  double end = -1;           // where it ended (MPI_Finalize's start), once it did
+  bool started = false;      // `next` has started: its posts are made
+};
+
 // When an endpoint completes: the time, and the endpoint whose post decided it.
 struct Completion {
   double time;
@@ -83,12 +97,17 @@ class Replay {
         collective_waiters_(graph.collectives.size()),
         collective_latest_(graph.collectives.size()),
         root_of_(graph.collectives.size(), kUnknownRoot),
-        times_(graph.ops.size()),
-        next_(graph.ops.size(), 0),
-        clock_(graph.ops.size(), 0.0),
-        started_(graph.ops.size(), false),
-        end_(graph.ops.size(), -1.0) {
-    for (size_t r = 0; r < graph.ops.size(); ++r) times_[r].resize(graph.ops[r].size());
+        ranks_(graph.ops.size()) {
+    size_t ops = 0;
+    for (const auto& rank_ops : graph.ops) ops += rank_ops.size();
+    times_.resize(ops);
+    ops = 0;
+    for (size_t r = 0; r < graph.ops.size(); ++r) {
+      ranks_[r].ops = graph.ops[r].data();
+      ranks_[r].count = static_cast<uint32_t>(graph.ops[r].size());
+      ranks_[r].times = times_.data() + ops;
+      ops += graph.ops[r].size();
+    }
   }
 
   Prediction run() {
@@ -109,7 +128,7 @@ class Replay {
       // inconsistent or cut short): the earliest of them goes on as if its peer were ready.
       int32_t earliest = -1;
       for (int32_t r = 0; r < ranks; ++r)
-        if (next_[r] < g_.ops[r].size() &&
+        if (ranks_[r].next < ranks_[r].count &&
             (earliest < 0 || current_start(r) < current_start(earliest)))
           earliest = r;
       if (earliest < 0) break;
@@ -123,7 +142,8 @@ class Replay {
  private:
   double scaled_gap(const Op& op) const { return static_cast<double>(op.gap_ns) * w_.cpu_scale * w_.grow; }
   double current_start(int32_t r) const {
-    return started_[r] ? times_[r][next_[r]].start : clock_[r] + scaled_gap(g_.ops[r][next_[r]]);
+    const RankState& s = ranks_[r];
+    return s.started ? s.times[s.next].start : s.clock + scaled_gap(s.ops[s.next]);
   }
   double own_cost(int32_t rank, const Op& op) const {
     if (op.measured) return g_.busy_ns(rank, op);
@@ -266,13 +286,13 @@ class Replay {
   }
 
   void advance(int32_t r, bool force) {
-    const std::span<const Op> ops = g_.ops[static_cast<size_t>(r)];
-    while (next_[r] < ops.size()) {
-      const Op& op = ops[next_[r]];
-      OpTime& t = times_[r][next_[r]];
-      if (!started_[r]) {
-        t.start = clock_[r] + scaled_gap(op);
-        started_[r] = true;
+    RankState& s = ranks_[static_cast<size_t>(r)];
+    while (s.next < s.count) {
+      const Op& op = s.ops[s.next];
+      OpTime& t = s.times[s.next];
+      if (!s.started) {
+        t.start = s.clock + scaled_gap(op);
+        s.started = true;
         for (uint32_t e : g_.posts_of(op)) post(e, t.start);
       }
       t.end = t.start + own_cost(r, op);
@@ -286,12 +306,12 @@ class Replay {
         }
       }
       force = false;
-      if (op.finalize) end_[r] = t.start;
-      clock_[r] = t.end;
-      started_[r] = false;
-      ++next_[r];
+      if (op.finalize) s.end = t.start;
+      s.clock = t.end;
+      s.started = false;
+      ++s.next;
     }
-    if (end_[r] < 0) end_[r] = clock_[r];   // no MPI_Finalize: the rank ends with its last call
+    if (s.end < 0) s.end = s.clock;   // no MPI_Finalize: the rank ends with its last call
   }
 
   // The prediction and the critical path, walked back from the rank that ends last.
@@ -299,11 +319,11 @@ class Replay {
     const auto ranks = static_cast<int32_t>(g_.ops.size());
     int32_t last = 0;
     for (int32_t r = 0; r < ranks; ++r) {
-      p.rank_end_seconds.push_back(std::max(0.0, end_[r]) * 1e-9);
-      if (end_[r] > end_[last]) last = r;
+      p.rank_end_seconds.push_back(std::max(0.0, ranks_[r].end) * 1e-9);
+      if (ranks_[r].end > ranks_[last].end) last = r;
     }
     if (ranks == 0) return;
-    p.predicted_seconds = std::max(0.0, end_[last]) * 1e-9;
+    p.predicted_seconds = std::max(0.0, ranks_[last].end) * 1e-9;
     p.critical_rank = last;
     double compute = 0, communication = 0;
     int32_t r = last;
@@ -313,14 +333,14 @@ class Replay {
       --i;
     }
     while (i >= 0) {
-      const OpTime& t = times_[r][static_cast<size_t>(i)];
+      const OpTime& t = ranks_[r].times[i];
       int32_t s = r;
       int64_t j = i;
       if (t.bind != kNone && g_.endpoints[t.bind].op != kNone) {
         s = g_.endpoints[t.bind].rank;
         j = g_.endpoints[t.bind].op;
       }
-      communication += t.end - times_[s][static_cast<size_t>(j)].start;
+      communication += t.end - ranks_[s].times[j].start;
       compute += scaled_gap(g_.ops[s][static_cast<size_t>(j)]);
       if (s != r) ++p.rank_switches;
       r = s;
@@ -340,11 +360,8 @@ class Replay {
   std::vector<Completion> collective_latest_;  // per collective, once all members posted
   static constexpr uint32_t kUnknownRoot = kNone - 1;
   std::vector<uint32_t> root_of_;
-  std::vector<std::vector<OpTime>> times_;
-  std::vector<size_t> next_;
-  std::vector<double> clock_;
-  std::vector<bool> started_;
-  std::vector<double> end_;
+  std::vector<RankState> ranks_;
+  std::vector<OpTime> times_;   // every rank's ops' times, rank after rank
   std::vector<int32_t> ready_;
 };
 

@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 import unittest
 
-from testlib import BUILD, PSKEL, mpi_env, run
+from testlib import PSKEL, mpi_env, run, tracegen
 
 # The "compiler": its own view, its parent's (pskel's) start-up environment as /proc keeps it,
 # and its parent's name.
@@ -49,10 +49,7 @@ class HugePages(unittest.TestCase):
         cls.tmp = tempfile.TemporaryDirectory()
         cls.dir = pathlib.Path(cls.tmp.name)
         cls.trace = cls.dir / "trace"
-        r = run([BUILD / "test" / "bench" / "tracegen", "--pattern", "halo3d", "--ranks", "4",
-                 "--events", "50", "-o", cls.trace])
-        if r.returncode != 0:
-            raise AssertionError(f"tracegen failed: {r.stderr}")
+        tracegen("halo3d", 4, 50, cls.trace)
         cls.probe_script = cls.dir / "probe.sh"
         cls.probe_script.write_text(PROBE)
         cls.probe_script.chmod(cls.probe_script.stat().st_mode | stat.S_IXUSR)
@@ -143,10 +140,7 @@ class FreedMemoryStaysWithTheProcess(unittest.TestCase):
         subprocess.run(["cc", "-shared", "-fPIC", "-o", cls.dir / "shim.so", cls.dir / "shim.c",
                         "-ldl"], check=True)
         cls.trace = cls.dir / "trace"
-        r = run([BUILD / "test" / "bench" / "tracegen", "--pattern", "transpose", "--ranks", "4",
-                 "--events", "20", "-o", cls.trace])
-        if r.returncode != 0:
-            raise AssertionError(f"tracegen failed: {r.stderr}")
+        tracegen("transpose", 4, 20, cls.trace)
 
     @classmethod
     def tearDownClass(cls):

@@ -16,7 +16,7 @@ import tempfile
 import time
 import unittest
 
-from testlib import APPS, BUILD, FLAVOURS, PSKEL, info_json, launcher, mpi_env, run
+from testlib import APPS, FLAVOURS, PSKEL, info_json, launcher, mpi_env, run, tracegen
 
 CHROMIUM = shutil.which("chromium")
 
@@ -253,10 +253,7 @@ class ManyRanksAreDrawnInGroups(unittest.TestCase):
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
         cls.trace = pathlib.Path(cls.tmp.name) / "halo"
-        r = run([BUILD / "test" / "bench" / "tracegen", "--pattern", "halo3d", "--ranks", "2048",
-                 "--events", "100", "-o", cls.trace])
-        if r.returncode != 0:
-            raise AssertionError(f"tracegen failed: {r.stderr}")
+        tracegen("halo3d", 2048, 100, cls.trace)
 
     @classmethod
     def tearDownClass(cls):

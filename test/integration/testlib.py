@@ -41,6 +41,15 @@ def run(cmd, env=None, timeout=300, cwd=None):
                           text=True, timeout=timeout, cwd=cwd)
 
 
+def tracegen(pattern, ranks, events, out):
+    """A synthetic trace of `ranks` ranks and `events` calls each in `out`
+    (test/bench/tracegen)."""
+    r = run([BUILD / "test" / "bench" / "tracegen", "--pattern", pattern, "--ranks", str(ranks),
+             "--events", str(events), "-o", out])
+    if r.returncode != 0:
+        raise AssertionError(f"tracegen failed: {r.stderr}")
+
+
 def app_binaries():
     """(name, lang, flavour, path) of every built test application."""
     out = []

@@ -1,10 +1,11 @@
-// Transparent huge pages, and a heap that keeps what it frees, for pskel's own large arrays. Its stages fill a job's records, the
-// merge's per-rank views and simulate's graph once (gigabytes at 16,384 ranks) and then read
-// across them: on 4 KiB pages that is a page fault per 4 KiB written, dear in a virtual
-// machine, and a TLB miss per scattered read. Where the kernel gives huge pages only to memory
-// that asks (THP mode "madvise", Debian's default), glibc's malloc asks when the tunable
-// glibc.malloc.hugetlb=1 is set; tunables are read when a program starts, so pskel starts
-// itself once more with it (docs/performance.md has the figures).
+// Transparent huge pages, and a heap that keeps what it frees, for pskel's own large arrays.
+// Its stages fill a job's records, the merge's per-rank views and simulate's graph once
+// (gigabytes at 16,384 ranks) and then read across them: on 4 KiB pages that is a page fault
+// per 4 KiB written, dear in a virtual machine, and a TLB miss per scattered read. Where the
+// kernel gives huge pages only to memory that asks (THP mode "madvise", Debian's default),
+// glibc's malloc asks when the tunable glibc.malloc.hugetlb=1 is set; tunables are read when a
+// program starts, so pskel starts itself once more with it (docs/performance.md has the
+// figures).
 #pragma once
 
 namespace pskel::cli {

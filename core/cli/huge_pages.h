@@ -22,8 +22,9 @@ void start_on_huge_pages(int argc, char** argv);
 // Call next, for the same commands: freed memory stays with the process for the next rank's
 // arrays (no trimming of the heap's top, no separate mapping below 32 MiB) instead of going back
 // to the kernel and being faulted in, zeroed, again: these commands read a trace a rank at a
-// time and free each rank's records once used (pskel timeline at 16,384 ranks: 2.0 s instead of
-// 2.6 s, peak memory within 1 %). No-op for other commands.
+// time and free each rank's records once used (pskel timeline at 16,384 ranks: 1.6-2.7 s
+// instead of 2.1-3.6 s, peak memory 2-4 % higher; docs/performance.md). No-op for other
+// commands.
 void keep_freed_memory(int argc, char** argv);
 
 }  // namespace pskel::cli

@@ -101,10 +101,12 @@ uint32_t Snapshot::partition_max(std::string_view partition) const {
   return it == partitions_.end() ? exportfile::kUnlimited : it->second;
 }
 
-PredictionCache::PredictionCache(std::string path, Log log, std::string heartbeat)
+PredictionCache::PredictionCache(std::string path, Log log, std::string heartbeat,
+                                 std::chrono::milliseconds poll_every)
     : path_(std::move(path)),
       log_(std::move(log)),
       heartbeat_(std::move(heartbeat)),
+      poll_every_ns_(std::chrono::nanoseconds(poll_every).count()),
       snapshot_(std::make_shared<Snapshot>(exportfile::Data{})) {}
 
 PredictionCache::~PredictionCache() { stop(); }
@@ -138,6 +140,12 @@ void PredictionCache::stop() {
 }
 
 void PredictionCache::poll() {
+  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  // Two threads racing here may both stat: harmless, and cheaper than a lock.
+  if (now < next_poll_ns_.load(std::memory_order_relaxed)) return;
+  next_poll_ns_.store(now + poll_every_ns_, std::memory_order_relaxed);
   FileId id;
   if (!stat_file(&id)) return;
   std::lock_guard<std::mutex> lock(mu_);

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -254,6 +255,27 @@ TEST_CASE("CacheThreadPicksUpChangesThroughPoll") {
   CHECK(cache.snapshot()->size() == 4);
   cache.stop();
   cache.stop();  // idempotent
+}
+
+// poll() runs on every submission inside slurmctld: it stats the export at most once per
+// interval, and a change it saw wakes the loader at once (the loader's own look is 2 s away).
+TEST_CASE("PollStatsTheExportAtMostOncePerInterval") {
+  const std::string path = scratch_dir() + "/poll-every.export";
+  auto loaded_soon = [](jobsubmit::PredictionCache& cache) {
+    for (int i = 0; i < 50 && cache.snapshot()->size() == 0; ++i) ::usleep(10000);
+    return cache.snapshot()->size();
+  };
+  for (const auto every : {std::chrono::milliseconds(0), std::chrono::milliseconds(3600 * 1000)}) {
+    CAPTURE(every.count());
+    ::unlink(path.c_str());
+    jobsubmit::PredictionCache cache(path, nullptr, "", every);
+    cache.start();
+    cache.poll();  // the first look: no file yet
+    REQUIRE(exportfile::write_atomic(path, sample()).ok());
+    cache.poll();  // within the interval of the first, when it is an hour
+    CHECK(loaded_soon(cache) == (every.count() == 0 ? 4u : 0u));
+    cache.stop();
+  }
 }
 
 // Issue 22, finding 1: a calibration that printed 1e30 s became an export line job_submit

@@ -8,7 +8,8 @@
 namespace pskel::trace {
 
 inline constexpr char kFileMagic[8] = {'P', 'S', 'K', 'T', 'R', 'A', 'C', 'E'};
-inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr uint32_t kFormatVersion = 2;      // 2: packed data blocks
+inline constexpr uint32_t kOldestReadVersion = 1;  // readers still read version 1 files
 inline constexpr char kRankFilePrefix[] = "rank.";    // rank.<N>.pskt
 inline constexpr char kRankFileSuffix[] = ".pskt";
 inline constexpr char kMetaFileName[] = "meta.json";
@@ -64,6 +65,17 @@ static_assert(sizeof(FileHeader) == 256);
 // CRC-32C is `crc32c`. Data blocks carry whole records (each Record followed by its aux
 // words); the last block of a complete file is an end block carrying an EndPayload.
 inline constexpr uint32_t kDataBlockMagic = 0x4B424B50;  // "PKBK"
+// A packed data block (version 2) carries the same records with each 8-byte word of a Record
+// stored as its XOR with the same word of the block's previous record, without its high zero
+// bytes, and its aux words likewise (docs/trace-format.md §2): most fields of a call repeat
+// the call before, and writing the trace into the file system while the program runs was
+// about half of a traced call's cost (§11). The records of one packed block take at most
+// kMaxPackedRecordBytes unpacked.
+inline constexpr uint32_t kPackedBlockMagic = 0x4B504B50;  // "PKPK"
+// A packed aux word is stored as its XOR with the aux word this many before it in its record
+// (with zero for the first ones): one completed request's words against the one before's.
+inline constexpr uint32_t kPackedAuxStride = 4;
+inline constexpr uint64_t kMaxPackedRecordBytes = uint64_t{256} << 20;
 inline constexpr uint32_t kEndBlockMagic = 0x444E4550;   // "PEND"
 
 struct BlockHeader {

@@ -135,6 +135,68 @@ std::string parse_records(const unsigned char* p, size_t size, uint32_t expected
   return "";
 }
 
+// Reads a delta (its byte count, then its low bytes) at `p` into `delta`, the count at least
+// `fewest`; false if it is out of range or cut short by `end`.
+bool take_delta(const unsigned char*& p, const unsigned char* end, size_t fewest, uint64_t& delta) {
+  if (p == end) return false;
+  const size_t bytes = *p;
+  if (bytes < fewest || bytes > sizeof delta || static_cast<size_t>(end - p - 1) < bytes)
+    return false;
+  delta = 0;
+  std::memcpy(&delta, p + 1, bytes);  // little-endian (format.h)
+  p += 1 + bytes;
+  return true;
+}
+
+// The records of a packed block (format.h, kPackedBlockMagic) as a data block holds them, into
+// `raw`; the problem if `payload` is not `expected` packed records. Unpacked records take at most
+// kMaxPackedRecordBytes, so a hostile block of two-byte records costs no more memory than that.
+std::string unpack_records(const unsigned char* payload, size_t size, uint32_t expected,
+                           std::vector<unsigned char>& raw) {
+  constexpr size_t kWords = sizeof(Record) / sizeof(uint64_t);
+  uint64_t words[kWords] = {};  // the previous record's, then this one's
+  raw.clear();
+  const unsigned char* p = payload;
+  const unsigned char* const end = payload + size;
+  for (uint32_t r = 0; r < expected; ++r) {
+    if (end - p < 2) return fmt::format("packed record {} of the block cut short", r);
+    const unsigned changed = p[0] | unsigned{p[1]} << 8;
+    p += 2;
+    if (changed >> kWords)
+      return fmt::format("packed record {} of the block changes words past its end", r);
+    for (size_t i = 0; i < kWords; ++i) {
+      uint64_t delta = 0;
+      if ((changed >> i & 1) && !take_delta(p, end, 1, delta))
+        return fmt::format("packed record {} of the block has a bad or cut word", r);
+      words[i] ^= delta;
+    }
+    const Record record = load<Record>(reinterpret_cast<const unsigned char*>(words));
+    const size_t aux_bytes = size_t{record.aux_words} * sizeof(int64_t);
+    if (static_cast<size_t>(end - p) < record.aux_words)  // a byte each at least
+      return fmt::format("packed record {} of the block announces {} aux words past its end", r,
+                         record.aux_words);
+    if (raw.size() + sizeof record + aux_bytes > kMaxPackedRecordBytes)
+      return fmt::format("packed records unpack to more than {} MB", kMaxPackedRecordBytes >> 20);
+    const size_t at = raw.size();
+    raw.resize(at + sizeof record + aux_bytes);
+    std::memcpy(raw.data() + at, words, sizeof record);
+    unsigned char* const aux = raw.data() + at + sizeof record;
+    for (size_t i = 0; i < record.aux_words; ++i) {
+      uint64_t word;
+      if (!take_delta(p, end, 0, word))
+        return fmt::format("packed record {} of the block has a bad or cut aux word", r);
+      if (i >= kPackedAuxStride) {
+        uint64_t before;
+        std::memcpy(&before, aux + (i - kPackedAuxStride) * sizeof word, sizeof word);
+        word ^= before;
+      }
+      std::memcpy(aux + i * sizeof word, &word, sizeof word);
+    }
+  }
+  if (p != end) return fmt::format("{} bytes after the block's {} packed records", end - p, expected);
+  return "";
+}
+
 }  // namespace
 
 namespace {
@@ -157,9 +219,10 @@ Result<RankTrace> parse_source(uint64_t size, ReadAt read_at, const std::string&
   const FileHeader& h = out.header;
   if (std::memcmp(h.magic, kFileMagic, sizeof h.magic) != 0)
     return Error{name, "not a pskel trace (bad magic)"};
-  if (h.version != kFormatVersion)
-    return Error{name, fmt::format("unsupported trace format version {} (this pskel reads {})",
-                                   h.version, kFormatVersion)};
+  if (h.version < kOldestReadVersion || h.version > kFormatVersion)
+    return Error{name, fmt::format("unsupported trace format version {} (this pskel reads {}-{})",
+                                   h.version, kOldestReadVersion, kFormatVersion)};
+  const bool packed_blocks = h.version >= 2;
   if (h.header_bytes != sizeof(FileHeader) || h.record_bytes != sizeof(Record))
     return Error{name, "corrupt: header and record sizes do not match the format"};
   if (h.world_size <= 0 || h.rank < 0 || h.rank >= h.world_size)
@@ -174,6 +237,7 @@ Result<RankTrace> parse_source(uint64_t size, ReadAt read_at, const std::string&
       std::min<uint64_t>((size - sizeof(FileHeader)) / sizeof(Record), kMostReserved);
   out.records.reserve(most_records);
   out.aux_begin.reserve(most_records);
+  std::vector<unsigned char> unpacked;
   uint64_t at = sizeof(FileHeader);
   while (at < size) {
     if (out.complete) return Error{name, fmt::format("corrupt: data after the end block at byte {}", at)};
@@ -183,7 +247,8 @@ Result<RankTrace> parse_source(uint64_t size, ReadAt read_at, const std::string&
     if (!block_head) return block_head.error();
     const BlockHeader b = load<BlockHeader>(block_head.value());
     const uint64_t payload_at = at + sizeof b;
-    if (b.magic != kDataBlockMagic && b.magic != kEndBlockMagic)
+    if (b.magic != kDataBlockMagic && b.magic != kEndBlockMagic &&
+        !(packed_blocks && b.magic == kPackedBlockMagic))
       return Error{name, fmt::format("corrupt: no block starts at byte {}", at)};
     if (size - payload_at < b.payload_bytes)
       return Error{name, fmt::format("truncated: block at byte {} needs {} bytes, {} remain", at,
@@ -205,9 +270,17 @@ Result<RankTrace> parse_source(uint64_t size, ReadAt read_at, const std::string&
         return Error{name, fmt::format("corrupt: end block counts {} records, the file holds {}",
                                        out.end.records, held)};
       out.complete = true;
-    } else if (std::string problem = parse_records(payload, b.payload_bytes, b.record_count, out);
-               !problem.empty()) {
-      return Error{name, fmt::format("corrupt: block at byte {}: {}", at, problem)};
+    } else {
+      std::string problem;
+      if (b.magic == kPackedBlockMagic) {
+        problem = unpack_records(payload, b.payload_bytes, b.record_count, unpacked);
+        if (problem.empty())
+          problem = parse_records(unpacked.data(), unpacked.size(), b.record_count, out);
+      } else {
+        problem = parse_records(payload, b.payload_bytes, b.record_count, out);
+      }
+      if (!problem.empty())
+        return Error{name, fmt::format("corrupt: block at byte {}: {}", at, problem)};
     }
     at = payload_at + b.payload_bytes;
   }

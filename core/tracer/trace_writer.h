@@ -2,7 +2,7 @@
 // end block; to the file itself, or to memory for the node file (spill_file.h). MPI-free, so
 // the unit tests drive it directly. Its buffer is allocated once at open(); append() never
 // allocates and never reports errors: after a failed write, records are counted as dropped and
-// the caller asks failed() once, at the end.
+// the caller asks failed() once, at the end. Blocks are written packed (trace/format.h).
 // The record of the MPI call in progress is written in place (stage(), staged_done()).
 // Not thread-safe.
 #pragma once
@@ -108,11 +108,14 @@ class TraceWriter {
   void staged_done_slow();
   // append_now() when the record does not fit in the buffer, or the file is not writable.
   void append_slow(const trace::Record& record, const int64_t* aux, size_t aux_words);
+  // Packs buffer_'s records into packed_ (trace/format.h, kPackedBlockMagic); their bytes.
+  size_t pack() const;
   void write_block(uint32_t magic, const void* payload, size_t bytes, uint32_t records);
   bool write_all(const void* data, size_t bytes);
 
   SpillFile out_;
   std::unique_ptr<unsigned char[]> buffer_;
+  std::unique_ptr<unsigned char[]> packed_;  // a block's records packed: pack()
   size_t capacity_ = 0;
   size_t writable_ = 0;  // capacity_ while the file is open and no write failed, else 0
   size_t used_ = 0;

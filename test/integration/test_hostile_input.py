@@ -13,12 +13,9 @@ import subprocess
 import tempfile
 import unittest
 
-from testlib import APPS, PSKEL, launcher, mpi_env, run
+from testlib import (APPS, BLOCK_HEADER, DATA_MAGIC, PSKEL, RECORD_BYTES, TRACE_HEADER_BYTES,
+                     data_blocks, launcher, mpi_env, run)
 
-HEADER_BYTES = 256
-BLOCK_HEADER = struct.Struct("<IIII")   # magic, payload_bytes, record_count, crc32c
-RECORD_BYTES = 80
-DATA_MAGIC = 0x4B424B50
 
 
 def crc32c(data):
@@ -32,18 +29,18 @@ def crc32c(data):
 
 def set_first_call_times(path, t_start, t_end):
     """Rewrites the times of the second record of the first data block (the first after
-    MPI_Init), with the block's checksum made right again: corruption no checksum catches."""
-    data = bytearray(path.read_bytes())
-    at = HEADER_BYTES
-    magic, size, count, _ = BLOCK_HEADER.unpack_from(data, at)
-    assert magic == DATA_MAGIC and count >= 2, "unexpected first block"
-    payload = at + BLOCK_HEADER.size
-    aux_words = struct.unpack_from("<H", data, payload + 6)[0]
-    second = payload + RECORD_BYTES + 8 * aux_words
-    struct.pack_into("<qq", data, second + 64, t_start, t_end)
-    crc = crc32c(bytes(data[payload:payload + size]))
-    BLOCK_HEADER.pack_into(data, at, magic, size, count, crc)
-    path.write_bytes(bytes(data))
+    MPI_Init), that block written back unpacked with its checksum made right again: corruption
+    no checksum catches."""
+    data = path.read_bytes()
+    at, _magic, count, raw = data_blocks(data)[0]
+    assert count >= 2, "unexpected first block"
+    raw = bytearray(raw)
+    aux_words = struct.unpack_from("<H", raw, 6)[0]
+    second = RECORD_BYTES + 8 * aux_words
+    struct.pack_into("<qq", raw, second + 64, t_start, t_end)
+    _magic, size, _count, _crc = BLOCK_HEADER.unpack_from(data, at)
+    block = BLOCK_HEADER.pack(DATA_MAGIC, len(raw), count, crc32c(bytes(raw))) + bytes(raw)
+    path.write_bytes(data[:at] + block + data[at + BLOCK_HEADER.size + size:])
 
 
 def pskel(*args, timeout=120, env=None):
@@ -137,7 +134,7 @@ class HostileInput(unittest.TestCase):
     def test_sparse_rank_file_is_refused_unread(self):
         d = self.copy("sparse")
         rank = d / "rank.1.pskt"
-        header = rank.read_bytes()[:HEADER_BYTES]
+        header = rank.read_bytes()[:TRACE_HEADER_BYTES]
         rank.unlink()
         with open(rank, "wb") as f:
             f.write(header)

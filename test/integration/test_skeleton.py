@@ -21,7 +21,7 @@ import tempfile
 import time
 import unittest
 
-from testlib import APPS, BUILD, PSKEL, launcher, mpi_env, run
+from testlib import APPS, BUILD, PSKEL, data_blocks, launcher, mpi_env, run
 
 ITERATIONS = 100
 K = 10
@@ -46,16 +46,11 @@ ANY_SOURCE_FLAG = 8
 
 
 def records(path):
-    data = pathlib.Path(path).read_bytes()
-    at, out = 256, []
-    while at + 16 <= len(data):
-        magic, payload, _count, _crc = struct.unpack_from("<IIII", data, at)
-        at += 16
-        if magic == 0x444E4550:
-            break
-        end = at + payload
-        while at < end:
-            out.append(RECORD.unpack_from(data, at))
+    out = []
+    for _at, _magic, _count, raw in data_blocks(pathlib.Path(path).read_bytes()):
+        at = 0
+        while at < len(raw):
+            out.append(RECORD.unpack_from(raw, at))
             at += RECORD.size + 8 * out[-1][4]
     return out
 

@@ -151,8 +151,8 @@ class NodeFiles(unittest.TestCase):
 
     def test_a_trace_past_the_memory_cap_goes_to_its_rank_file(self):
         with tempfile.TemporaryDirectory() as tmp:
-            # ~28,000 records (2.2 MB) a rank against a cap of 1 MB.
-            out, counts = self.trace(tmp, "mpich", "node", args=("-n", "32", "-i", "2000"),
+            # ~56,000 records a rank (4.5 MB, ~1.7 MB packed) against a cap of 1 MB.
+            out, counts = self.trace(tmp, "mpich", "node", args=("-n", "32", "-i", "4000"),
                                      extra={"PSKEL_TRACE_MEMORY_MB": "1"})
             names = sorted(p.name for p in out.iterdir())
             self.assertEqual(names, ["meta.json", "node.0.pskn"] +

@@ -4,6 +4,7 @@ import collections
 import json
 import os
 import pathlib
+import struct
 import subprocess
 
 BUILD = pathlib.Path(os.environ.get("PSKEL_BUILD_DIR", "build")).resolve()
@@ -86,3 +87,53 @@ def info_json(trace_dir):
     if r.returncode != 0:
         raise AssertionError(f"pskel info failed ({r.returncode}): {r.stderr}")
     return json.loads(r.stdout)
+
+
+# ---- rank files (docs/trace-format.md §2), read without pskel --------------------------------
+
+TRACE_HEADER_BYTES = 256
+BLOCK_HEADER = struct.Struct("<IIII")  # magic, payload_bytes, record_count, crc32c
+RECORD_BYTES = 80
+DATA_MAGIC, PACKED_MAGIC, END_MAGIC = 0x4B424B50, 0x4B504B50, 0x444E4550
+
+
+def unpack_records(payload, count):
+    """The records of a packed block's payload as a data block holds them: per record a mask
+    of its changed words, each changed word's byte count and low bytes of its XOR with the
+    same word of the record before, then each aux word's byte count and low bytes of its XOR
+    with the aux word 4 before it (or 0)."""
+    words, out, at = [0] * (RECORD_BYTES // 8), bytearray(), 0
+
+    def delta():
+        nonlocal at
+        n = payload[at]
+        at += 1 + n
+        return int.from_bytes(payload[at - n:at], "little")
+
+    for _ in range(count):
+        changed = int.from_bytes(payload[at:at + 2], "little")
+        at += 2
+        for i in range(len(words)):
+            if changed >> i & 1:
+                words[i] ^= delta()
+        record = b"".join(w.to_bytes(8, "little") for w in words)
+        aux = []
+        for i in range(int.from_bytes(record[6:8], "little")):
+            aux.append(delta() ^ (aux[i - 4] if i >= 4 else 0))
+        out += record + b"".join(w.to_bytes(8, "little") for w in aux)
+    return bytes(out)
+
+
+def data_blocks(data):
+    """(offset, magic, record count, records as a data block holds them) of each data block of
+    a rank file's bytes, up to its end block."""
+    at, out = TRACE_HEADER_BYTES, []
+    while at + BLOCK_HEADER.size <= len(data):
+        magic, size, count, _crc = BLOCK_HEADER.unpack_from(data, at)
+        if magic == END_MAGIC:
+            break
+        payload = data[at + BLOCK_HEADER.size:at + BLOCK_HEADER.size + size]
+        out.append((at, magic, count, unpack_records(payload, count) if magic == PACKED_MAGIC
+                    else bytes(payload)))
+        at += BLOCK_HEADER.size + size
+    return out

@@ -73,7 +73,7 @@ struct SmallFile {
   size_t records_before(size_t n) const {
     size_t count = 0;
     for (const BlockAt& b : blocks)
-      if (b.header.magic == tr::kDataBlockMagic &&
+      if (b.header.magic != tr::kEndBlockMagic &&
           b.offset + sizeof(tr::BlockHeader) + b.header.payload_bytes <= n)
         count += b.header.record_count;
     return count;
@@ -519,4 +519,101 @@ TEST_CASE("read_rank_file reports a missing file, a directory and a symlink by n
   const std::string link = dir.file("link.pskt");
   REQUIRE(::symlink(real.c_str(), link.c_str()) == 0);
   check_error(tr::read_rank_file(link), link, {"symbolic link"});
+}
+
+// Packed blocks (format.h, kPackedBlockMagic): a record's mask, then per changed word its byte
+// count (1-8) and that many bytes, then its aux words.
+TEST_CASE("a packed block that does not unpack into its records is corrupt, and named so") {
+  const tr::FileHeader h = make_header();
+  // One MPI_Send record packed by hand: every word written with all its 8 bytes.
+  const tr::Record send = make_record(tr::FunctionId::MPI_Send, 3);
+  std::vector<unsigned char> one = {0xFF, 0x03};  // all ten words changed (from zero)
+  for (size_t i = 0; i < sizeof send / 8; ++i) {
+    one.push_back(8);
+    const size_t at = one.size();
+    one.resize(at + 8);
+    std::memcpy(one.data() + at, reinterpret_cast<const unsigned char*>(&send) + 8 * i, 8);
+  }
+  const auto file_with = [&](const std::vector<unsigned char>& payload, uint32_t records) {
+    FileBuilder b(h);
+    b.block(tr::kPackedBlockMagic, payload, records);
+    b.end_block(records);
+    return b.bytes;
+  };
+  auto ok = parse(file_with(one, 1), "ok.pskt");
+  REQUIRE_MESSAGE(ok.ok(), ok.error().line());
+  REQUIRE(ok.value().records.size() == 1);
+  CHECK(ok.value().records[0] == send);
+
+  const std::string where = "block at byte 256";
+  SUBCASE("a mask with a word past the record's ten") {
+    auto bad = one;
+    bad[1] |= 0x04;
+    check_error(parse(file_with(bad, 1), "mask.pskt"), "mask.pskt",
+                {"corrupt", where, "changes words past its end"});
+  }
+  for (const unsigned char count : {0, 9, 255}) {
+    CAPTURE(int{count});
+    auto bad = one;
+    bad[2] = count;
+    check_error(parse(file_with(bad, 1), "count.pskt"), "count.pskt",
+                {"corrupt", where, "bad or cut word"});
+  }
+  SUBCASE("cut inside a word, or before its mask") {
+    auto cut = one;
+    cut.resize(cut.size() - 3);
+    check_error(parse(file_with(cut, 1), "cut.pskt"), "cut.pskt", {"corrupt", "bad or cut word"});
+    check_error(parse(file_with(one, 2), "two.pskt"), "two.pskt", {"corrupt", "cut short"});
+  }
+  SUBCASE("bytes after its records") {
+    auto more = one;
+    more.push_back(0);
+    check_error(parse(file_with(more, 1), "more.pskt"), "more.pskt",
+                {"corrupt", "1 bytes after the block's 1 packed records"});
+  }
+  SUBCASE("aux words announced past its end, or cut, or of 9 bytes") {
+    tr::Record waitall = make_record(tr::FunctionId::MPI_Waitall, 3, 2);
+    std::vector<unsigned char> payload = {0x01, 0x00, 8};  // word 0 changed
+    const size_t at = payload.size();
+    payload.resize(at + 8);
+    std::memcpy(payload.data() + at, &waitall, 8);
+    check_error(parse(file_with(payload, 1), "aux.pskt"), "aux.pskt",
+                {"corrupt", "announces 2 aux words past its end"});
+    payload.insert(payload.end(), {0, 2, 1});  // the second aux word's 2 bytes cut to 1
+    check_error(parse(file_with(payload, 1), "aux.pskt"), "aux.pskt",
+                {"corrupt", "bad or cut aux word"});
+    payload.back() = 9;
+    payload.resize(payload.size() - 2);
+    payload.insert(payload.end(), {9, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+    check_error(parse(file_with(payload, 1), "aux.pskt"), "aux.pskt",
+                {"corrupt", "bad or cut aux word"});
+  }
+  SUBCASE("records that unpack to more than the cap (2 bytes each, 80 unpacked)") {
+    const uint32_t records = static_cast<uint32_t>(tr::kMaxPackedRecordBytes / sizeof(tr::Record)) + 1;
+    const std::vector<unsigned char> zeros(size_t{records} * 2, 0);
+    check_error(parse(file_with(zeros, records), "big.pskt"), "big.pskt",
+                {"corrupt", "unpack to more than 256 MB"});
+  }
+  SUBCASE("in a version 1 file a packed block is no block") {
+    tr::FileHeader v1 = h;
+    v1.version = 1;
+    FileBuilder b(v1);
+    b.block(tr::kPackedBlockMagic, one, 1);
+    b.end_block(1);
+    check_error(parse(b.bytes, "v1.pskt"), "v1.pskt", {"corrupt", "no block starts at byte 256"});
+  }
+}
+
+TEST_CASE("a version 1 file, raw blocks only, still reads") {
+  tr::FileHeader v1 = make_header();
+  v1.version = 1;
+  const Entry e = make_entry(tr::FunctionId::MPI_Waitall, 4, 2);
+  FileBuilder b(v1);
+  b.block(tr::kDataBlockMagic, record_bytes(e.record, {e.aux[0], e.aux[1]}), 1);
+  b.end_block(1);
+  auto r = parse(b.bytes, "v1.pskt");
+  REQUIRE_MESSAGE(r.ok(), r.error().line());
+  REQUIRE(r.value().records.size() == 1);
+  CHECK(r.value().records[0] == e.record);
+  CHECK(r.value().header.version == 1);
 }

@@ -168,7 +168,8 @@ inline std::vector<BlockAt> walk_blocks(const std::vector<unsigned char>& bytes)
     REQUIRE(bytes.size() - at >= sizeof(tr::BlockHeader));
     tr::BlockHeader b;
     std::memcpy(&b, bytes.data() + at, sizeof b);
-    REQUIRE((b.magic == tr::kDataBlockMagic || b.magic == tr::kEndBlockMagic));
+    REQUIRE((b.magic == tr::kDataBlockMagic || b.magic == tr::kPackedBlockMagic ||
+             b.magic == tr::kEndBlockMagic));
     REQUIRE(bytes.size() - at - sizeof b >= b.payload_bytes);
     CHECK(pskel::crc32c(bytes.data() + at + sizeof b, b.payload_bytes) == b.crc32c);
     blocks.push_back({at, b});

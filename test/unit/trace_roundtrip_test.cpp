@@ -1,4 +1,6 @@
 // TraceWriter -> read_rank_file: everything written comes back, whatever the block layout.
+#include <climits>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -80,8 +82,8 @@ TEST_CASE("records with varied aux words survive a round trip through many small
   CHECK(w.records() == entries.size());
   CHECK(w.dropped() == 0);
 
-  // The layout really has many blocks, each within the buffer size unless it holds one
-  // oversized record alone.
+  // The layout really has many blocks, packed, but for each oversized record: alone in a
+  // block of its own, as it is.
   const auto blocks = walk_blocks(read_bytes(path));
   REQUIRE(blocks.size() > 20);
   CHECK(blocks.back().header.magic == tr::kEndBlockMagic);
@@ -90,12 +92,13 @@ TEST_CASE("records with varied aux words survive a round trip through many small
   uint64_t counted = 0;
   for (size_t b = 0; b + 1 < blocks.size(); ++b) {
     const tr::BlockHeader& h = blocks[b].header;
-    CHECK(h.magic == tr::kDataBlockMagic);
     counted += h.record_count;
-    if (h.payload_bytes > kMinBuffer) {
+    if (h.magic == tr::kDataBlockMagic) {
       ++oversized;
       CHECK(h.record_count == 1);
       CHECK(h.payload_bytes == sizeof(tr::Record) + huge * sizeof(int64_t));
+    } else {
+      CHECK(h.magic == tr::kPackedBlockMagic);
     }
   }
   CHECK(oversized == 3);
@@ -117,10 +120,12 @@ TEST_CASE("records filling the buffer exactly or by one word more each end up in
                                 make_entry(tr::FunctionId::MPI_Recv, 4, 0)};
   write_rank_file(path, header, entries, 0);
   const auto blocks = walk_blocks(read_bytes(path));
-  // [Send] [Waitall exactly full] [Waitall one word over, alone] [Recv] [end]
+  // [Send] [Waitall exactly full, packed] [Waitall one word over, alone as it is] [Recv] [end]
   REQUIRE(blocks.size() == 5);
   CHECK(blocks[0].header.record_count == 1);
-  CHECK(blocks[1].header.payload_bytes == kMinBuffer);
+  CHECK(blocks[1].header.magic == tr::kPackedBlockMagic);
+  CHECK(blocks[1].header.record_count == 1);
+  CHECK(blocks[2].header.magic == tr::kDataBlockMagic);
   CHECK(blocks[2].header.payload_bytes == kMinBuffer + sizeof(int64_t));
   CHECK(blocks[3].header.record_count == 1);
 
@@ -139,7 +144,7 @@ TEST_CASE("with a large buffer all records go into one data block before the end
   write_rank_file(path, header, entries, 1 << 20);
   const auto blocks = walk_blocks(read_bytes(path));
   REQUIRE(blocks.size() == 2);
-  CHECK(blocks[0].header.magic == tr::kDataBlockMagic);
+  CHECK(blocks[0].header.magic == tr::kPackedBlockMagic);
   CHECK(blocks[0].header.record_count == 100);
   CHECK(blocks[1].header.magic == tr::kEndBlockMagic);
 
@@ -375,4 +380,37 @@ TEST_CASE("a completion record cut to what fits is written and read back whole")
   check_trace(r.value(), make_header(), entries, end);
   CHECK(r.value().records[1].aux_words % tr::kCompletionWords == 0);
   CHECK(r.value().end.untracked_requests == completed - kMaxAuxWords / tr::kCompletionWords);
+}
+
+// The records of a loop of alike calls differ in a few fields by little: packed, their block
+// is a fraction of their size; and whatever a field holds (extremes included) comes back.
+TEST_CASE("packed blocks keep every field and take a fraction of the records' bytes") {
+  TempDir dir;
+  const std::string path = dir.file("rank.0.pskt");
+  const tr::FileHeader header = make_header();
+  std::vector<Entry> entries;
+  for (int64_t i = 0; i < 10000; ++i) {  // an Isend window: tag, request and times change
+    Entry e{make_record(tr::FunctionId::MPI_Isend, 7), {}};
+    e.record.tag = static_cast<int32_t>(i % 32);
+    e.record.request = static_cast<uint32_t>(i + 1);
+    e.record.t_start = 1'000'000'000 + i * 450;
+    e.record.t_end = e.record.t_start + 120 + i % 7;
+    entries.push_back(e);
+  }
+  Entry extreme = make_entry(tr::FunctionId::MPI_Waitall, 1, 3);
+  std::memset(&extreme.record.peer, 0xFF, sizeof extreme.record - offsetof(tr::Record, peer));
+  extreme.record.count = INT64_MIN;
+  extreme.aux = {INT64_MIN, -1, 0};
+  entries.push_back(extreme);
+  entries.push_back(make_entry(tr::FunctionId::MPI_Send, 0, 0));  // back from all ones
+  write_rank_file(path, header, entries, 1 << 20);
+
+  const auto blocks = walk_blocks(read_bytes(path));
+  REQUIRE(blocks.size() == 2);
+  CHECK(blocks[0].header.magic == tr::kPackedBlockMagic);
+  const size_t raw = entries.size() * sizeof(tr::Record) + 3 * sizeof(int64_t);
+  CHECK(blocks[0].header.payload_bytes * 4 < raw);
+  auto trace = tr::read_rank_file(path);
+  REQUIRE_MESSAGE(trace.ok(), trace.error().line());
+  check_trace(trace.value(), header, entries, EndInfo{});
 }

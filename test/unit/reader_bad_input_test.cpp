@@ -522,7 +522,7 @@ TEST_CASE("read_rank_file reports a missing file, a directory and a symlink by n
 }
 
 // Packed blocks (format.h, kPackedBlockMagic): a record's mask, then per changed word its byte
-// count (1-8) and that many bytes, then its aux words.
+// count (1-8) and that many bytes, then per aux word its byte count (0-8) and bytes.
 TEST_CASE("a packed block that does not unpack into its records is corrupt, and named so") {
   const tr::FileHeader h = make_header();
   // One MPI_Send record packed by hand: every word written with all its 8 bytes.

@@ -97,12 +97,13 @@ void write_v1(const std::string& v2_path, const std::string& out_path) {
       text += line + "\n";
       ++partitions;
     } else if (line.starts_with("E ")) {
-      // E uid ntasks nodes ...: without the node count, and only for 1 node (all version 1 knew).
+      // E uid ntasks nodes partition seconds id app input: without the node count and the
+      // input (versions 2 and 3 added them), and only for 1 node (all version 1 knew).
       size_t a = line.find(' ', 2);
       a = line.find(' ', a + 1);
       const size_t b = line.find(' ', a + 1);
       if (line.compare(a + 1, b - a - 1, "1") != 0) continue;
-      text += line.substr(0, a) + line.substr(b) + "\n";
+      text += line.substr(0, a) + line.substr(b, line.rfind(' ') - b) + "\n";
       ++entries;
     }
   }

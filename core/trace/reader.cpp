@@ -140,22 +140,28 @@ std::string parse_records(const unsigned char* p, size_t size, uint32_t expected
 bool take_delta(const unsigned char*& p, const unsigned char* end, size_t fewest, uint64_t& delta) {
   if (p == end) return false;
   const size_t bytes = *p;
-  if (bytes < fewest || bytes > sizeof delta || static_cast<size_t>(end - p - 1) < bytes)
-    return false;
-  delta = 0;
-  std::memcpy(&delta, p + 1, bytes);  // little-endian (format.h)
+  const size_t left = static_cast<size_t>(end - p - 1);
+  if (bytes < fewest || bytes > sizeof delta || left < bytes) return false;
+  if (left >= sizeof delta) {  // a whole word's load and a mask: no memcpy of a variable size
+    std::memcpy(&delta, p + 1, sizeof delta);  // little-endian (format.h)
+    if (bytes < sizeof delta) delta &= (uint64_t{1} << (8 * bytes)) - 1;
+  } else {
+    delta = 0;
+    std::memcpy(&delta, p + 1, bytes);
+  }
   p += 1 + bytes;
   return true;
 }
 
 // The records of a packed block (format.h, kPackedBlockMagic) as a data block holds them, into
-// `raw`; the problem if `payload` is not `expected` packed records. Unpacked records take at most
+// the first `unpacked` bytes of `raw` (which only grows: resizing it zeroes what it adds); the
+// problem if `payload` is not `expected` packed records. Unpacked records take at most
 // kMaxPackedRecordBytes, so a hostile block of two-byte records costs no more memory than that.
 std::string unpack_records(const unsigned char* payload, size_t size, uint32_t expected,
-                           std::vector<unsigned char>& raw) {
+                           std::vector<unsigned char>& raw, size_t& unpacked) {
   constexpr size_t kWords = sizeof(Record) / sizeof(uint64_t);
   uint64_t words[kWords] = {};  // the previous record's, then this one's
-  raw.clear();
+  unpacked = 0;
   const unsigned char* p = payload;
   const unsigned char* const end = payload + size;
   for (uint32_t r = 0; r < expected; ++r) {
@@ -175,10 +181,12 @@ std::string unpack_records(const unsigned char* payload, size_t size, uint32_t e
     if (static_cast<size_t>(end - p) < record.aux_words)  // a byte each at least
       return fmt::format("packed record {} of the block announces {} aux words past its end", r,
                          record.aux_words);
-    if (raw.size() + sizeof record + aux_bytes > kMaxPackedRecordBytes)
+    const size_t at = unpacked;
+    unpacked += sizeof record + aux_bytes;
+    if (unpacked > kMaxPackedRecordBytes)
       return fmt::format("packed records unpack to more than {} MB", kMaxPackedRecordBytes >> 20);
-    const size_t at = raw.size();
-    raw.resize(at + sizeof record + aux_bytes);
+    if (unpacked > raw.size())
+      raw.resize(std::min<size_t>(std::max(unpacked, 2 * raw.size()), kMaxPackedRecordBytes));
     std::memcpy(raw.data() + at, words, sizeof record);
     unsigned char* const aux = raw.data() + at + sizeof record;
     for (size_t i = 0; i < record.aux_words; ++i) {
@@ -237,7 +245,8 @@ Result<RankTrace> parse_source(uint64_t size, ReadAt read_at, const std::string&
       std::min<uint64_t>((size - sizeof(FileHeader)) / sizeof(Record), kMostReserved);
   out.records.reserve(most_records);
   out.aux_begin.reserve(most_records);
-  std::vector<unsigned char> unpacked;
+  std::vector<unsigned char> unpacked;  // a packed block's records
+  size_t unpacked_bytes = 0;
   uint64_t at = sizeof(FileHeader);
   while (at < size) {
     if (out.complete) return Error{name, fmt::format("corrupt: data after the end block at byte {}", at)};
@@ -273,9 +282,9 @@ Result<RankTrace> parse_source(uint64_t size, ReadAt read_at, const std::string&
     } else {
       std::string problem;
       if (b.magic == kPackedBlockMagic) {
-        problem = unpack_records(payload, b.payload_bytes, b.record_count, unpacked);
+        problem = unpack_records(payload, b.payload_bytes, b.record_count, unpacked, unpacked_bytes);
         if (problem.empty())
-          problem = parse_records(unpacked.data(), unpacked.size(), b.record_count, out);
+          problem = parse_records(unpacked.data(), unpacked_bytes, b.record_count, out);
       } else {
         problem = parse_records(payload, b.payload_bytes, b.record_count, out);
       }

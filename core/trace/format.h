@@ -10,6 +10,7 @@ namespace pskel::trace {
 inline constexpr char kFileMagic[8] = {'P', 'S', 'K', 'T', 'R', 'A', 'C', 'E'};
 inline constexpr uint32_t kFormatVersion = 2;      // 2: packed data blocks
 inline constexpr uint32_t kOldestReadVersion = 1;  // readers still read version 1 files
+inline constexpr uint32_t kPackedBlocksSince = 2;  // the first version with packed blocks
 inline constexpr char kRankFilePrefix[] = "rank.";    // rank.<N>.pskt
 inline constexpr char kRankFileSuffix[] = ".pskt";
 inline constexpr char kMetaFileName[] = "meta.json";

@@ -230,7 +230,7 @@ Result<RankTrace> parse_source(uint64_t size, ReadAt read_at, const std::string&
   if (h.version < kOldestReadVersion || h.version > kFormatVersion)
     return Error{name, fmt::format("unsupported trace format version {} (this pskel reads {}-{})",
                                    h.version, kOldestReadVersion, kFormatVersion)};
-  const bool packed_blocks = h.version >= 2;
+  const bool packed_blocks = h.version >= kPackedBlocksSince;
   if (h.header_bytes != sizeof(FileHeader) || h.record_bytes != sizeof(Record))
     return Error{name, "corrupt: header and record sizes do not match the format"};
   if (h.world_size <= 0 || h.rank < 0 || h.rank >= h.world_size)

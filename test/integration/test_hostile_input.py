@@ -17,7 +17,6 @@ from testlib import (APPS, BLOCK_HEADER, DATA_MAGIC, PSKEL, RECORD_BYTES, TRACE_
                      data_blocks, launcher, mpi_env, run)
 
 
-
 def crc32c(data):
     crc = 0xFFFFFFFF
     for byte in data:

@@ -102,9 +102,23 @@ T load(const unsigned char* p) {
 constexpr uint16_t kNoFunction = 0;
 static_assert(find_function(kNoFunction) == nullptr, "function id 0 must stay unassigned");
 
-// Parses the records of one data block's payload into `out`. A record of a function id the
-// table does not know (written by a newer tracer, §7 of the spec) is framed like any other
-// (its aux_words say how long it is), then skipped and counted in out.unknown_records.
+// Appends record `r` (its function id not 0) to `out` with room for its aux words at the end of
+// out.aux, and returns where they go; or, for a function id the table does not know (written by
+// a newer tracer, §7 of the spec), counts it in out.unknown_records and returns nullptr: its
+// aux words are framed like any other's, then skipped.
+int64_t* take_record(const Record& r, RankTrace& out) {
+  if (find_function(r.function) == nullptr) {
+    ++out.unknown_records;
+    return nullptr;
+  }
+  const size_t first = out.aux.size();
+  out.aux_begin.push_back(first);
+  out.aux.resize(first + r.aux_words);
+  out.records.push_back(r);
+  return out.aux.data() + first;
+}
+
+// Parses the records of one data block's payload into `out`.
 std::string parse_records(const unsigned char* p, size_t size, uint32_t expected, RankTrace& out) {
   size_t at = 0;
   uint32_t count = 0;
@@ -118,17 +132,8 @@ std::string parse_records(const unsigned char* p, size_t size, uint32_t expected
     if (size - at < aux_bytes)
       return fmt::format("record {} announces {} aux words past its block", index, r.aux_words);
     ++count;
-    if (find_function(r.function) == nullptr) {
-      ++out.unknown_records;
-      at += aux_bytes;
-      continue;
-    }
-    out.aux_begin.push_back(out.aux.size());
-    const size_t first = out.aux.size();
-    out.aux.resize(first + r.aux_words);
-    if (aux_bytes) std::memcpy(out.aux.data() + first, p + at, aux_bytes);
+    if (int64_t* aux = take_record(r, out); aux && aux_bytes) std::memcpy(aux, p + at, aux_bytes);
     at += aux_bytes;
-    out.records.push_back(r);
   }
   if (count != expected)
     return fmt::format("block holds {} records, its header says {}", count, expected);
@@ -153,15 +158,15 @@ bool take_delta(const unsigned char*& p, const unsigned char* end, size_t fewest
   return true;
 }
 
-// The records of a packed block (format.h, kPackedBlockMagic) as a data block holds them, into
-// the first `unpacked` bytes of `raw` (which only grows: resizing it zeroes what it adds); the
-// problem if `payload` is not `expected` packed records. Unpacked records take at most
-// kMaxPackedRecordBytes, so a hostile block of two-byte records costs no more memory than that.
-std::string unpack_records(const unsigned char* payload, size_t size, uint32_t expected,
-                           std::vector<unsigned char>& raw, size_t& unpacked) {
+// Parses the records of one packed block's payload (format.h, kPackedBlockMagic) into `out`,
+// each decoded in place, as parse_records takes a data block's. A block's records take at most
+// kMaxPackedRecordBytes unpacked, so a hostile block of two-byte records costs no more memory
+// than that.
+std::string parse_packed_records(const unsigned char* payload, size_t size, uint32_t expected,
+                                 RankTrace& out) {
   constexpr size_t kWords = sizeof(Record) / sizeof(uint64_t);
   uint64_t words[kWords] = {};  // the previous record's, then this one's
-  unpacked = 0;
+  size_t unpacked = 0;
   const unsigned char* p = payload;
   const unsigned char* const end = payload + size;
   for (uint32_t r = 0; r < expected; ++r) {
@@ -177,28 +182,22 @@ std::string unpack_records(const unsigned char* payload, size_t size, uint32_t e
       words[i] ^= delta;
     }
     const Record record = load<Record>(reinterpret_cast<const unsigned char*>(words));
-    const size_t aux_bytes = size_t{record.aux_words} * sizeof(int64_t);
+    if (record.function == kNoFunction)
+      return fmt::format("record {} has function id 0", out.records.size() + out.unknown_records);
     if (static_cast<size_t>(end - p) < record.aux_words)  // a byte each at least
       return fmt::format("packed record {} of the block announces {} aux words past its end", r,
                          record.aux_words);
-    const size_t at = unpacked;
-    unpacked += sizeof record + aux_bytes;
+    unpacked += sizeof record + size_t{record.aux_words} * sizeof(int64_t);
     if (unpacked > kMaxPackedRecordBytes)
       return fmt::format("packed records unpack to more than {} MB", kMaxPackedRecordBytes >> 20);
-    if (unpacked > raw.size())
-      raw.resize(std::min<size_t>(std::max(unpacked, 2 * raw.size()), kMaxPackedRecordBytes));
-    std::memcpy(raw.data() + at, words, sizeof record);
-    unsigned char* const aux = raw.data() + at + sizeof record;
+    int64_t* const aux = take_record(record, out);
     for (size_t i = 0; i < record.aux_words; ++i) {
       uint64_t word;
       if (!take_delta(p, end, 0, word))
         return fmt::format("packed record {} of the block has a bad or cut aux word", r);
-      if (i >= kPackedAuxStride) {
-        uint64_t before;
-        std::memcpy(&before, aux + (i - kPackedAuxStride) * sizeof word, sizeof word);
-        word ^= before;
-      }
-      std::memcpy(aux + i * sizeof word, &word, sizeof word);
+      if (!aux) continue;
+      if (i >= kPackedAuxStride) word ^= static_cast<uint64_t>(aux[i - kPackedAuxStride]);
+      aux[i] = static_cast<int64_t>(word);
     }
   }
   if (p != end) return fmt::format("{} bytes after the block's {} packed records", end - p, expected);
@@ -208,6 +207,22 @@ std::string unpack_records(const unsigned char* payload, size_t size, uint32_t e
 }  // namespace
 
 namespace {
+
+// The record count of the end block that ends a source of `size` bytes, if one does (its
+// checksum right): a hint, checked against the blocks when they are read.
+template <class ReadAt>
+std::optional<uint64_t> counted_records(uint64_t size, ReadAt& read_at) {
+  constexpr size_t kEndBlockBytes = sizeof(BlockHeader) + sizeof(EndPayload);
+  if (size < sizeof(FileHeader) + kEndBlockBytes) return std::nullopt;
+  auto tail = read_at(size - kEndBlockBytes, kEndBlockBytes);
+  if (!tail) return std::nullopt;
+  const BlockHeader b = load<BlockHeader>(tail.value());
+  const unsigned char* payload = tail.value() + sizeof b;
+  if (b.magic != kEndBlockMagic || b.payload_bytes != sizeof(EndPayload) ||
+      crc32c(payload, sizeof(EndPayload)) != b.crc32c)
+    return std::nullopt;
+  return load<EndPayload>(payload).records;
+}
 
 // The parse over any source of bytes. `read_at(offset, n)` returns n bytes from `offset`, valid
 // until the next call, or an Error; `size` is the source's length. Every length read from the
@@ -236,17 +251,18 @@ Result<RankTrace> parse_source(uint64_t size, ReadAt read_at, const std::string&
   if (h.world_size <= 0 || h.rank < 0 || h.rank >= h.world_size)
     return Error{name, fmt::format("corrupt: rank {} of {} ranks", h.rank, h.world_size)};
 
-  // At most this many records follow: reserved once, where growing by doubling copied every
-  // record about twice over, into fresh pages each time (a fifth of `pskel info`'s time). Up to
-  // a million (88 MB): a hostile file's size (sparse, say) reserves no more than that before
-  // its first block is even read; a larger real trace grows as before past it.
+  // The records are reserved once, where growing by doubling copied every record about twice
+  // over, into fresh pages each time (a fifth of `pskel info`'s time). The end block, when the
+  // file has one, counts them; else the file's size bounds them (in raw blocks; packed ones hold
+  // several times more). Up to a million (88 MB): a hostile file's size (sparse, say) or end
+  // block reserves no more than that before its first block is even read; a larger real trace
+  // grows as before past it.
   constexpr uint64_t kMostReserved = uint64_t{1} << 20;
   const uint64_t most_records =
-      std::min<uint64_t>((size - sizeof(FileHeader)) / sizeof(Record), kMostReserved);
+      std::min(counted_records(size, read_at).value_or((size - sizeof(FileHeader)) / sizeof(Record)),
+               kMostReserved);
   out.records.reserve(most_records);
   out.aux_begin.reserve(most_records);
-  std::vector<unsigned char> unpacked;  // a packed block's records
-  size_t unpacked_bytes = 0;
   uint64_t at = sizeof(FileHeader);
   while (at < size) {
     if (out.complete) return Error{name, fmt::format("corrupt: data after the end block at byte {}", at)};
@@ -281,13 +297,10 @@ Result<RankTrace> parse_source(uint64_t size, ReadAt read_at, const std::string&
       out.complete = true;
     } else {
       std::string problem;
-      if (b.magic == kPackedBlockMagic) {
-        problem = unpack_records(payload, b.payload_bytes, b.record_count, unpacked, unpacked_bytes);
-        if (problem.empty())
-          problem = parse_records(unpacked.data(), unpacked_bytes, b.record_count, out);
-      } else {
+      if (b.magic == kPackedBlockMagic)
+        problem = parse_packed_records(payload, b.payload_bytes, b.record_count, out);
+      else
         problem = parse_records(payload, b.payload_bytes, b.record_count, out);
-      }
       if (!problem.empty())
         return Error{name, fmt::format("corrupt: block at byte {}: {}", at, problem)};
     }

@@ -124,8 +124,9 @@ class Aligner {
   void run() {
     size_t longest = 0, total = 0;
     for (const RankView& v : views_) {
-      longest = std::max(longest, v.order.size());
-      total += v.order.size();
+      const size_t calls = holder_of(views_, v).order.size();
+      longest = std::max(longest, calls);
+      total += calls;
       if (v.group != v.rank) continue;  // a member moves with its group's leader
       index_occurrences(v);
       if (v.order.empty()) continue;
@@ -191,6 +192,9 @@ class Aligner {
     size_t taken_ahead = 0;          // positions after pos that are taken
     uint32_t pull_at = kNone;        // position to pull into the event being emitted
     bool held = false;               // at the shape being emitted, but held back (hold_strays)
+    // A leader's: per member, its order (the leader's own for members that share it), so that
+    // emitting reads no member's view.
+    std::vector<const uint32_t*> member_orders;
   };
 
   const RankView& view(int32_t r) const { return views_[static_cast<size_t>(r)]; }
@@ -203,10 +207,12 @@ class Aligner {
   // Calls rank r has left: not before its current one, not pulled.
   size_t left(int32_t r) { return view(r).shape.size() - pos(r) - cursor(r).taken_ahead; }
 
-  // Chains each position of rank v to the next one of the same shape, and each shape to its
-  // first position: O(calls) once, so that a look-ahead for a shape costs O(1) amortised.
+  // Chains each position of leader v to the next one of the same shape, and each shape to its
+  // first position: O(calls) once, so that a look-ahead for a shape costs O(1) amortised. And
+  // notes where its members' orders are.
   void index_occurrences(const RankView& v) {
     Cursor& c = cursor(v.rank);
+    for (int32_t m : v.members) c.member_orders.push_back(holder_of(views_, view(m)).order.data());
     const size_t n = v.shape.size();
     c.next_same.assign(n, kNone);
     c.taken.assign(n, 0);
@@ -278,9 +284,11 @@ class Aligner {
 
   // The parts of every member of leader r's group at position `at` (the same for all).
   void add_parts(int32_t r, size_t at) {
-    for (int32_t m : view(r).members) {
+    const std::vector<int32_t>& members = view(r).members;
+    const std::vector<const uint32_t*>& orders = cursor(r).member_orders;
+    for (size_t i = 0; i < members.size(); ++i) {
       assert(out_.parts.size() < out_.parts.capacity());  // the interner's view stays valid
-      out_.parts.push_back({m, view(m).order[at]});
+      out_.parts.push_back({members[i], orders[i][at]});
     }
   }
 

@@ -61,6 +61,12 @@ void release(std::vector<T>& v) {
   std::vector<T>().swap(v);
 }
 
+// Whether member m's order and part keys are leader's, number for number.
+bool same_arrays(const RankView& leader, const RankView& m) {
+  return m.order == leader.order && m.part_key == leader.part_key &&
+         m.part_keys.same_keys(leader.part_keys);
+}
+
 // Leaders of one hash that a rank is compared with, at most: ranks whose arrays are the same
 // but whose pull words all differ would otherwise be compared with every earlier one
 // (quadratic in a trace made to do it). A rank past them leads a group of its own, which costs
@@ -85,11 +91,13 @@ void AlikeRanks::add(std::vector<RankView>& views, size_t first, size_t count) {
     const auto [it, fresh] = first_in_window.try_emplace(hash[k], static_cast<int32_t>(first + k));
     if (!fresh) first_leader[k] = it->second;
   }
+  // 1: alike, 2: alike with the same order and part keys.
   std::vector<char> alike_first(count, 0);
   util::parallel_for(count, [&](size_t k) {
-    if (first_leader[k] >= 0)
-      alike_first[k] = behave_alike(views[static_cast<size_t>(first_leader[k])],
-                                    views[first + k], world_size_);
+    if (first_leader[k] < 0) return;
+    const RankView& leader = views[static_cast<size_t>(first_leader[k])];
+    if (behave_alike(leader, views[first + k], world_size_))
+      alike_first[k] = same_arrays(leader, views[first + k]) ? 2 : 1;
   });
 
   for (size_t k = 0; k < count; ++k) {
@@ -109,11 +117,19 @@ void AlikeRanks::add(std::vector<RankView>& views, size_t first, size_t count) {
       continue;
     }
     v.group = group;
-    views[static_cast<size_t>(group)].members.push_back(v.rank);
+    RankView& leader = views[static_cast<size_t>(group)];
+    leader.members.push_back(v.rank);
     release(v.shape);
     release(v.peers);
     release(v.round);
     release(v.creator);
+    v.shares_leader_arrays =
+        group == first_leader[k] ? alike_first[k] == 2 : same_arrays(leader, v);
+    if (v.shares_leader_arrays) {
+      release(v.order);
+      release(v.part_key);
+      v.part_keys = PartKeys();
+    }
   }
 }
 

@@ -299,8 +299,9 @@ struct SymbolInterner::State {
     numbers_of.reserve(v.size());
     keys_of.reserve(v.size());
     for (const RankView& r : v) {
-      numbers_of.push_back(r.part_key.data());
-      keys_of.push_back(r.part_keys.data());
+      const RankView& holder = holder_of(v, r);
+      numbers_of.push_back(holder.part_key.data());
+      keys_of.push_back(holder.part_keys.data());
     }
   }
   const PartKey& key_of(const Part& p) const {

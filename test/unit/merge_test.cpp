@@ -205,6 +205,29 @@ TEST_CASE("ranks of one hash but three behaviours, over several windows: three g
   CHECK(stats.groups == 3);
 }
 
+// A member whose records are numbered as its leader's reads the leader's order and part keys
+// (it keeps none); one with an extra pseudo-record (a communicator's definition) has its calls
+// in other records, alike in behaviour, and keeps its own. One group of both kinds over three
+// windows: every event still holds each rank's own record (check_partition).
+TEST_CASE("alike ranks whose records are numbered otherwise than their leader's keep their own order") {
+  const int32_t n = 150;
+  auto ranks = world(n);
+  for (int32_t r = 0; r < n; ++r) {
+    RankBuilder& b = ranks[static_cast<size_t>(r)];
+    b.add(Fn::MPI_Init);
+    if (r % 2 == 1) b.comm_define(7, {r});
+    for (int it = 0; it < 4; ++it) {
+      const uint32_t in = b.irecv(mod(r - 1, n), it), out = b.isend(mod(r + 1, n), it);
+      b.complete(Fn::MPI_Waitall, {in, out});
+    }
+    b.add(Fn::MPI_Finalize);
+  }
+  mg::MergeStats stats;
+  const mg::MergedTrace m = merged(trace_set(ranks), &stats);
+  CHECK(stats.groups == 1);
+  CHECK(m.events.size() == 14);
+}
+
 // Symbols are interned a slice of 16,384 events at a time, beside the alignment: a
 // symbol is still numbered by its first event when it first appears in a later slice, and one
 // call shape met in several slices is one symbol.

@@ -75,6 +75,7 @@
 #include <vector>
 
 #include "merge/internal.h"
+#include "util/prefault.h"
 
 namespace pskel::merge::detail {
 
@@ -137,6 +138,8 @@ class Aligner {
     // Exactly one part per event record: the parts never move, and the interner reads them
     // where they are (hand_to_symbols()).
     out_.parts.reserve(total);
+    // Written once, in order, by this thread alone; its pages are faulted in beside it.
+    const util::Prefault prefault(out_.parts.data(), total * sizeof(Part));
     while (!active_.empty()) {
       const int32_t lead = active_.front();
       const uint32_t first = current(lead);

@@ -101,7 +101,8 @@ MergedTrace merge(const trace::TraceSet& trace, const MergeOptions& options = {}
 // merge() over ranks handed one at a time, in rank order, so that a job's trace need not be
 // held whole: a rank that behaves like an earlier one (MergeStats::groups) is read only in its
 // window of ranks, after which the merge keeps of it 16 bytes a call (its parts, canonical
-// order and part keys). The result is merge()'s, whatever the window.
+// order and part keys), or its parts' 8 where its order and part keys are its group leader's.
+// The result is merge()'s, whatever the window.
 //   Merger merger(world_size);
 //   read_trace_dir(dir, {}, [&](RankTrace& r) { merger.add(std::move(r)); });
 //   MergedTrace merged = merger.finish(&stats);

@@ -100,6 +100,9 @@ T load(const unsigned char* p) {
 // Function id 0 is never assigned, so a record holding it is taken for corruption (zeroed
 // bytes whose block checksum was computed over them) rather than for a newer tracer's function.
 constexpr uint16_t kNoFunction = 0;
+
+// A packed record's mask, the least it can be (a record the same as the one before).
+constexpr uint64_t kLeastPackedRecordBytes = 2;
 static_assert(find_function(kNoFunction) == nullptr, "function id 0 must stay unassigned");
 
 // Appends record `r` (its function id not 0) to `out` with room for its aux words at the end of
@@ -253,14 +256,15 @@ Result<RankTrace> parse_source(uint64_t size, ReadAt read_at, const std::string&
 
   // The records are reserved once, where growing by doubling copied every record about twice
   // over, into fresh pages each time (a fifth of `pskel info`'s time). The end block, when the
-  // file has one, counts them; else the file's size bounds them (in raw blocks; packed ones hold
-  // several times more). Up to a million (88 MB): a hostile file's size (sparse, say) or end
-  // block reserves no more than that before its first block is even read; a larger real trace
-  // grows as before past it.
+  // file has one, counts them (a packed record takes 2 bytes at least, a raw one 80); else the
+  // file's size bounds them as raw records (packed ones hold several times more). Up to a
+  // million (88 MB): a hostile file's size (sparse, say) or end block reserves no more than
+  // that before its first block is even read; a larger real trace grows as before past it.
   constexpr uint64_t kMostReserved = uint64_t{1} << 20;
-  const uint64_t most_records =
-      std::min(counted_records(size, read_at).value_or((size - sizeof(FileHeader)) / sizeof(Record)),
-               kMostReserved);
+  const uint64_t body = size - sizeof(FileHeader);
+  const uint64_t most_records = std::min(
+      {counted_records(size, read_at).value_or(body / sizeof(Record)),
+       body / (packed_blocks ? kLeastPackedRecordBytes : sizeof(Record)), kMostReserved});
   out.records.reserve(most_records);
   out.aux_begin.reserve(most_records);
   uint64_t at = sizeof(FileHeader);

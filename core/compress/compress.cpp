@@ -45,7 +45,8 @@ class Compressor {
   RunFinder finder_;
   FoldChooser chooser_;
   std::vector<Run> runs_;
-  std::vector<uint32_t> dense_;         // the text relabelled to [0, distinct symbols)
+  // The text relabelled to [0, distinct symbols), then that number.
+  WrittenArray<uint32_t> dense_;
   std::vector<uint32_t> label_;         // [symbol] = its label in dense_, kNone between rounds
 };
 
@@ -60,24 +61,25 @@ Sequence Compressor::run(std::span<const Symbol> input) {
 }
 
 std::vector<uint32_t> Compressor::intern_leaves(std::span<const Symbol> input) {
-  std::vector<uint32_t> text(input.size());
+  std::vector<uint32_t> text;
+  text.reserve(input.size());
   const Symbol top = input.empty() ? 0 : *std::ranges::max_element(input);
   if (top < 2 * input.size() + 65536) {  // the usual case: symbols are small integers
     std::vector<uint32_t> label(size_t{top} + 1, kNone);
-    for (size_t i = 0; i < input.size(); ++i) {
-      uint32_t& l = label[input[i]];
+    for (const Symbol symbol : input) {
+      uint32_t& l = label[symbol];
       if (l == kNone) {
         l = static_cast<uint32_t>(leaves_.size());
-        leaves_.push_back(input[i]);
+        leaves_.push_back(symbol);
       }
-      text[i] = l;
+      text.push_back(l);
     }
   } else {
     std::unordered_map<Symbol, uint32_t> label;
-    for (size_t i = 0; i < input.size(); ++i) {
-      const auto [it, added] = label.try_emplace(input[i], static_cast<uint32_t>(leaves_.size()));
-      if (added) leaves_.push_back(input[i]);
-      text[i] = it->second;
+    for (const Symbol symbol : input) {
+      const auto [it, added] = label.try_emplace(symbol, static_cast<uint32_t>(leaves_.size()));
+      if (added) leaves_.push_back(symbol);
+      text.push_back(it->second);
     }
   }
   label_.assign(leaves_.size(), kNone);
@@ -91,13 +93,14 @@ std::vector<uint32_t> Compressor::fold_rounds(std::vector<uint32_t> text, bool t
     if (top_level) ++stats_->rounds;
     if (text.size() < 2) break;
     const uint32_t alphabet = relabel(text);
-    finder_.find(dense_, alphabet, runs_);
+    finder_.find_terminated(dense_, alphabet, runs_);
     if (runs_.empty()) break;
     stats_->repetitions_found += runs_.size();
     chooser_.choose(runs_, static_cast<index_t>(text.size()), folds);
     stats_->folds += folds.size();
 
     next.clear();
+    next.reserve(text.size());  // touches only what is written
     index_t done = 0;
     for (const Fold& fold : folds) {
       next.insert(next.end(), text.begin() + done, text.begin() + fold.start);
@@ -111,9 +114,9 @@ std::vector<uint32_t> Compressor::fold_rounds(std::vector<uint32_t> text, bool t
 }
 
 // Suffix arrays want a dense alphabet, and loop symbols number up to n; a text (a loop body
-// especially) uses few of them.
+// especially) uses few of them. The run finder's terminator (the alphabet's size) follows.
 uint32_t Compressor::relabel(std::span<const uint32_t> text) {
-  dense_.resize(text.size());
+  dense_.resize(text.size() + 1);
   uint32_t next = 0;
   for (size_t i = 0; i < text.size(); ++i) {
     uint32_t& l = label_[text[i]];
@@ -121,6 +124,7 @@ uint32_t Compressor::relabel(std::span<const uint32_t> text) {
     dense_[i] = l;
   }
   for (const uint32_t symbol : text) label_[symbol] = kNone;
+  dense_[text.size()] = next;
   return next;
 }
 

@@ -60,7 +60,7 @@ index_t RangeMin::min(index_t lo, index_t hi) const {
 }
 
 void SuffixLcp::build(std::span<const uint32_t> text, uint32_t alphabet_size,
-                      std::vector<index_t>& sa) {
+                      WrittenArray<index_t>& sa) {
   n_ = static_cast<index_t>(text.size());
   sa.resize(text.size());
   rank_.resize(text.size());

@@ -9,8 +9,13 @@
 #include <vector>
 
 #include "compress/suffix_array.h"
+#include "util/buffers.h"
 
 namespace pskel::compress {
+
+// Arrays written whole before they are read: not zeroed when they grow.
+template <typename T>
+using WrittenArray = std::vector<T, util::DefaultInitAllocator<T>>;
 
 // Range minimum queries in O(1) over an array it does not own, with about 1.1 words per
 // element instead of a sparse table's log n: blocks of 32 values, a sparse table over the
@@ -35,7 +40,7 @@ class RangeMin {
   index_t in_block(index_t lo, index_t hi) const;
 
   const index_t* values_ = nullptr;
-  std::vector<uint32_t> stack_mask_;      // [0..n)
+  WrittenArray<uint32_t> stack_mask_;     // [0..n)
   std::vector<index_t> block_min_;        // [level * blocks + b]: min of blocks b..b+2^level-1
   index_t blocks_ = 0;
 };
@@ -49,14 +54,14 @@ class SuffixLcp {
 
   // sa: scratch of text.size() entries (receives text's suffix array).
   // REQUIRES: every text[i] < alphabet_size; text.size() <= kMaxTextLength.
-  void build(std::span<const uint32_t> text, uint32_t alphabet_size, std::vector<index_t>& sa);
+  void build(std::span<const uint32_t> text, uint32_t alphabet_size, WrittenArray<index_t>& sa);
   // Length of the longest common prefix of text[i..] and text[j..]. REQUIRES: i, j <= n.
   index_t common_prefix(index_t i, index_t j) const;
 
  private:
   index_t n_ = 0;
-  std::vector<index_t> rank_;
-  std::vector<index_t> lcp_;
+  WrittenArray<index_t> rank_;
+  WrittenArray<index_t> lcp_;
   RangeMin min_;
 };
 
@@ -80,7 +85,7 @@ class Lce {
   SuffixLcp forward_;
   SuffixLcp backward_;
   std::vector<uint32_t> reversed_;  // scratch
-  std::vector<index_t> sa_;         // scratch
+  WrittenArray<index_t> sa_;        // scratch
 };
 
 }  // namespace pskel::compress

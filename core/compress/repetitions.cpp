@@ -27,14 +27,28 @@ index_t common_backward(const uint32_t* a, const uint32_t* b, index_t limit) {
 
 void RunFinder::find(std::span<const uint32_t> text, uint32_t alphabet_size,
                      std::vector<Run>& runs) {
+  search(text, {}, alphabet_size, runs);
+}
+
+void RunFinder::find_terminated(std::span<const uint32_t> terminated_text,
+                                uint32_t alphabet_size, std::vector<Run>& runs) {
+  search(terminated_text.first(terminated_text.size() - 1), terminated_text, alphabet_size, runs);
+}
+
+void RunFinder::search(std::span<const uint32_t> text, std::span<const uint32_t> terminated,
+                       uint32_t alphabet_size, std::vector<Run>& runs) {
   text_ = text;
   alphabet_size_ = alphabet_size;
   runs.clear();
   used_lyndon_roots_ = method_ == Method::kLyndonRoots || !find_by_probes(runs);
-  if (used_lyndon_roots_) {
-    runs.clear();
-    find_by_lyndon_roots(runs);
+  if (!used_lyndon_roots_) return;
+  runs.clear();
+  if (terminated.empty()) {
+    terminated_.assign(text.begin(), text.end());
+    terminated_.push_back(alphabet_size);
+    terminated = terminated_;
   }
+  find_by_lyndon_roots(terminated, runs);
 }
 
 // The seed's probes. A run with period p is at least 2p long, so it holds two probes j, j + p
@@ -100,21 +114,23 @@ bool RunFinder::has_smaller_period(const Run& run) {
 // both ways (match_forward, match_backward), and a candidate inside a run already found with
 // that period is skipped. A Lyndon word is primitive, so a run found this way has its smallest
 // period, and no run is found twice within one order.
-void RunFinder::find_by_lyndon_roots(std::vector<Run>& runs) {
+//
+// A terminator larger than every symbol (no run holds it) makes the suffixes distinct and none
+// a prefix of another: the reverse order then ranks them exactly backwards, so one suffix array
+// serves both orders.
+void RunFinder::find_by_lyndon_roots(std::span<const uint32_t> terminated,
+                                     std::vector<Run>& runs) {
   const auto n = static_cast<index_t>(text_.size());
   if (n < 2) return;
-  // A terminator larger than every symbol (no run holds it) makes the suffixes distinct and none
-  // a prefix of another: the reverse order then ranks them exactly backwards, so one suffix
-  // array serves both orders.
-  terminated_.assign(text_.begin(), text_.end());
-  terminated_.push_back(alphabet_size_);
   lyndon_end_.resize(static_cast<size_t>(n) + 2);
   rank_.resize(static_cast<size_t>(n) + 1);
   const std::span<index_t> sa(lyndon_end_.data(), static_cast<size_t>(n) + 1);
-  build_suffix_array(terminated_, alphabet_size_ + 1, sa);
+  build_suffix_array(terminated, alphabet_size_ + 1, sa);
   for (index_t r = 0; r <= n; ++r) rank_[sa[r]] = r;
 
-  last_of_period_.assign(static_cast<size_t>(n) / 2 + 1, kNoRun);
+  if (!periods_clean_ || last_of_period_.size() < static_cast<size_t>(n) / 2 + 1)
+    last_of_period_ = util::ZeroedArray<uint32_t>(static_cast<size_t>(n) / 2 + 1);
+  periods_clean_ = false;
   waste_left_ = waste_per_symbol_ * static_cast<int64_t>(n);
   lce_ready_ = false;
   for (const bool reversed : {false, true}) {
@@ -124,17 +140,19 @@ void RunFinder::find_by_lyndon_roots(std::vector<Run>& runs) {
       if (p > n / 2 || i + p > n) continue;  // a run is at least two periods long
       // [i, i + p) inside a run of period p: extending from i would give that run again.
       const uint32_t last = last_of_period_[p];
-      if (last != kNoRun && runs[last].start <= i && i + p <= runs[last].end()) continue;
+      if (last != 0 && runs[last - 1].start <= i && i + p <= runs[last - 1].end()) continue;
       const index_t ahead = match_forward(i, i + p);
       const index_t behind = match_backward(i, i + p);
       if (ahead + behind < p) {
         waste_left_ -= ahead + behind + 1;
         continue;
       }
-      last_of_period_[p] = static_cast<uint32_t>(runs.size());
       runs.push_back({i - behind, behind + p + ahead, p});
+      last_of_period_[p] = static_cast<uint32_t>(runs.size());
     }
   }
+  for (const Run& run : runs) last_of_period_[run.period] = 0;
+  periods_clean_ = true;
   // A run whose roots come under both orders was found once by each.
   std::ranges::sort(runs, [](const Run& a, const Run& b) {
     return a.period != b.period ? a.period < b.period : a.start < b.start;

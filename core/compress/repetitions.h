@@ -51,6 +51,11 @@ class RunFinder {
   // 44 more once they needed LCE queries.
   // REQUIRES: every text[i] < alphabet_size < UINT32_MAX; text.size() < kMaxTextLength.
   void find(std::span<const uint32_t> text, uint32_t alphabet_size, std::vector<Run>& runs);
+  // The same for a text followed by one symbol more, alphabet_size, that is not part of it: the
+  // Lyndon roots need that terminator, and a caller that leaves room for it saves a copy.
+  // REQUIRES: as find(), and terminated_text.back() == alphabet_size.
+  void find_terminated(std::span<const uint32_t> terminated_text, uint32_t alphabet_size,
+                       std::vector<Run>& runs);
 
   // Whether the last find() used the Lyndon roots.
   bool used_lyndon_roots() const { return used_lyndon_roots_; }
@@ -60,8 +65,11 @@ class RunFinder {
 
  private:
   // False, with `runs` incomplete, on meeting a match of kDirectCompare symbols.
+  // `terminated` is empty when the caller left no room for the terminator.
+  void search(std::span<const uint32_t> text, std::span<const uint32_t> terminated,
+              uint32_t alphabet_size, std::vector<Run>& runs);
   bool find_by_probes(std::vector<Run>& runs);
-  void find_by_lyndon_roots(std::vector<Run>& runs);
+  void find_by_lyndon_roots(std::span<const uint32_t> terminated, std::vector<Run>& runs);
   // lyndon_end_[i] = the end of the longest Lyndon word at i, under the symbols' order or their
   // reverse.
   void find_lyndon_ends(bool reversed);
@@ -78,11 +86,14 @@ class RunFinder {
   std::span<const uint32_t> text_;
   uint32_t alphabet_size_ = 0;
   std::vector<uint32_t> smallest_factor_;    // [m]: smallest prime factor of m, for m >= 2
-  std::vector<uint32_t> terminated_;         // text + one symbol larger than all
-  std::vector<index_t> rank_;                // [i]: rank of terminated_'s suffix i
-  std::vector<index_t> lyndon_end_;          // suffix array, then Lyndon ends
-  static constexpr uint32_t kNoRun = UINT32_MAX;
-  std::vector<uint32_t> last_of_period_;     // [p]: the last run found of period p, or kNoRun
+  std::vector<uint32_t> terminated_;         // text + one symbol larger than all, for find()
+  WrittenArray<index_t> rank_;               // [i]: rank of terminated text's suffix i
+  WrittenArray<index_t> lyndon_end_;         // suffix array, then Lyndon ends
+  // [p]: 1 + the index in `runs` of the last run found of period p, or 0. All zero between
+  // searches (each clears what it set; `periods_clean_` is false if one was cut short), so it is
+  // allocated once, at the longest text's size, and only the pages of periods found are touched.
+  util::ZeroedArray<uint32_t> last_of_period_;
+  bool periods_clean_ = true;
   int64_t waste_left_ = 0;                   // what failing candidates may still compare
   bool lce_ready_ = false;
   Lce lce_;                                  // built when the budget runs out

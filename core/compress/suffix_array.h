@@ -21,7 +21,8 @@ inline constexpr index_t kMaxTextLength = index_t{1} << 30;
 // sa   [0..n-1]   output: the start positions of text's suffixes in increasing lexicographic
 //                 order; a suffix that is a prefix of another sorts first.
 // REQUIRES: sa.size() == text.size() <= kMaxTextLength; alphabet_size >= 1 unless n == 0.
-// Temporary memory: about 2n words + n bytes + 2 * alphabet_size words.
+// Temporary memory: n bits and 2 (alphabet_size + 1) words, and as much again (at most) for
+// each level of recursion, on strings at most half as long; the reduced strings live in `sa`.
 void build_suffix_array(std::span<const uint32_t> text, uint32_t alphabet_size,
                         std::span<index_t> sa);
 

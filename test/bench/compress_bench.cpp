@@ -266,13 +266,17 @@ struct Case {
 int main(int argc, char** argv) {
   bool smoke = false;
   double budget = 30;
+  std::string only;  // run the cases whose name starts with this (for profiling one)
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--smoke") == 0) {
       smoke = true;
     } else if (std::strcmp(argv[i], "--baseline-budget") == 0 && i + 1 < argc) {
       budget = std::atof(argv[++i]);
+    } else if (std::strcmp(argv[i], "--case") == 0 && i + 1 < argc) {
+      only = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: %s [--smoke] [--baseline-budget SECONDS]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--smoke] [--baseline-budget SECONDS] [--case NAME]\n",
+                   argv[0]);
       return 2;
     }
   }
@@ -302,6 +306,7 @@ int main(int argc, char** argv) {
               "quad. len");
   std::map<std::string, double> quadratic_per_n2;  // per family, last measured: s / n^2
   for (const Case& c : cases) {
+    if (!c.name.starts_with(only)) continue;
     const Measure ours = measure_pskel(c.make);
     std::printf("%-13s %9zu %8.3f %8.3f %8.1f %10llu %6d %3s", c.name.c_str(), c.n, ours.seconds,
                 ours.cpu_seconds, static_cast<double>(ours.peak_kb) / 1024.0,

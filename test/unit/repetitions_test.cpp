@@ -12,10 +12,16 @@ using namespace pskel::test;
 
 namespace {
 
+// By find(), and by find_terminated() on the text with its terminator, which must agree.
 std::vector<cz::Run> find_runs(cz::RunFinder& finder, const std::vector<uint32_t>& text) {
   std::vector<cz::Run> runs;
   const uint32_t alphabet = text.empty() ? 1 : *std::ranges::max_element(text) + 1;
   finder.find(text, alphabet, runs);
+  std::vector<uint32_t> terminated = text;
+  terminated.push_back(alphabet);
+  std::vector<cz::Run> runs_of_terminated;
+  finder.find_terminated(terminated, alphabet, runs_of_terminated);
+  REQUIRE(runs_of_terminated == runs);
   return runs;
 }
 

@@ -46,20 +46,27 @@ struct Window {
 std::vector<uint32_t> reply_records(const trace::RankTrace& rank) {
   using detail::Role;
   const auto shape = [](const trace::Record& r) { return (uint32_t{r.function} << 16) | r.comm; };
+  const auto is_wildcard_recv = [](const trace::Record& r) {
+    return r.function == static_cast<uint16_t>(trace::FunctionId::MPI_Recv) &&
+           (r.flags & trace::kFlagAnySource) != 0;
+  };
+  // Nothing before the first wildcard receive counts: most ranks have none, and are done here.
+  const auto first_wildcard = std::ranges::find_if(rank.records, is_wildcard_recv);
+  if (first_wildcard == rank.records.end()) return {};
+
   std::vector<Window> windows;
-  bool open = false, wildcard_seen = false;
+  bool open = false;
   uint16_t comm = trace::kNoComm;
   int32_t source = trace::kNoRank;
   std::unordered_map<uint32_t, ShapeTally> tallies;  // by shape
-  for (uint32_t i = 0; i < rank.records.size(); ++i) {
+  for (auto i = static_cast<uint32_t>(first_wildcard - rank.records.begin());
+       i < rank.records.size(); ++i) {
     const trace::Record& r = rank.records[i];
     const Role role = detail::role_of(r.function);
     const bool send = role == Role::send || role == Role::send_post;
-    if (send && wildcard_seen) ++tallies[shape(r)].after_wildcard;
-    if (r.function == static_cast<uint16_t>(trace::FunctionId::MPI_Recv) &&
-        (r.flags & trace::kFlagAnySource) != 0) {
+    if (send) ++tallies[shape(r)].after_wildcard;
+    if (is_wildcard_recv(r)) {
       open = r.source >= 0;  // unresolved: nothing can be told to answer it
-      wildcard_seen = true;
       comm = r.comm;
       source = r.source;
       if (open) windows.emplace_back();

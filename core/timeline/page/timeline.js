@@ -179,12 +179,29 @@
     }
   }
 
-  function drawLane(row, width) {
+  // A frame's boxes, one path per fill style, filled once each when every lane is in: a
+  // software canvas pays for every fillStyle change and every fillRect, and a page of 256 ranks
+  // draws hundreds of thousands of boxes. Where boxes overlap (one pixel wide at least), the
+  // later style is on top instead of the later box.
+  function newBatch() {
+    return {state: COLORS.map(function () { return new Path2D(); }), edges: new Path2D(),
+            merged: new Path2D()};
+  }
+  function fillBatch(batch) {
+    batch.state.forEach(function (path, s) { ctx.fillStyle = COLORS[s]; ctx.fill(path); });
+    ctx.fillStyle = "#ffffff80";  // a light left edge tells neighbours of one colour apart
+    ctx.fill(batch.edges);
+    ctx.fillStyle = "#000000a0";  // "N calls": marked by a dark top edge
+    ctx.fill(batch.merged);
+  }
+
+  function drawLane(row, width, batch) {
     const lane = row.lane;
     const y0 = row.y, h = row.h;
     const xb = Math.max(LABEL_WIDTH, xOf(lane.begin)), xe = Math.min(width, xOf(lane.end));
-    if (xe > xb) { ctx.fillStyle = COLORS[0]; ctx.fillRect(xb, y0, xe - xb, h); }
+    if (xe > xb) batch.state[0].rect(xb, y0, xe - xb, h);
     const boxes = boxesOf(lane);
+    const mergedHeight = Math.max(1, Math.round(h / 6));
     let drawnBoxes = 0, drawnCalls = 0, aggregates = 0;
     const n = boxes.start.length;
     for (let i = firstFrom(boxes, view.t0); i < n && boxes.start[i] <= view.t1; ++i) {
@@ -192,15 +209,11 @@
       const count = boxes.count ? boxes.count[i] : 1;
       const x0 = Math.max(LABEL_WIDTH, xOf(s));
       const x1 = Math.min(width, Math.max(xOf(e), xOf(s) + 1));
-      ctx.fillStyle = COLORS[boxes.state[i]];
-      ctx.fillRect(x0, y0, Math.max(1, x1 - x0), h);
-      if (x1 - x0 > 4) {  // wide enough: a light left edge tells neighbours of one colour apart
-        ctx.fillStyle = "#ffffff80";
-        ctx.fillRect(x0, y0, 1, h);
-      }
-      if (count > 1) {  // "N calls": marked by a dark top edge
-        ctx.fillStyle = "#000000a0";
-        ctx.fillRect(x0, y0, Math.max(1, x1 - x0), Math.max(1, Math.round(h / 6)));
+      const w = Math.max(1, x1 - x0);
+      batch.state[boxes.state[i]].rect(x0, y0, w, h);
+      if (x1 - x0 > 4) batch.edges.rect(x0, y0, 1, h);
+      if (count > 1) {
+        batch.merged.rect(x0, y0, w, mergedHeight);
         ++aggregates;
       }
       ++drawnBoxes;
@@ -346,10 +359,12 @@
     }
     ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
     ctx.clearRect(0, 0, width, totalHeight);
+    const batch = newBatch();
     for (const row of rows) {
-      if (row.kind === "lane") drawLane(row, width);
+      if (row.kind === "lane") drawLane(row, width, batch);
       else if (row.kind === "usage") drawUsage(row, width);
     }
+    fillBatch(batch);
     drawGroups(width);
     drawAxis(width);
     drawLabels();

@@ -47,8 +47,9 @@ class RunFinder {
   RunFinder& operator=(const RunFinder&) = delete;
 
   // Replaces `runs` by every run of `text`, each once, ordered by period, then start.
-  // Keeps its workspace for the next call: about 16 bytes per symbol once the Lyndon roots ran,
-  // 44 more once they needed LCE queries.
+  // Keeps its workspace for the next call: 8 bytes per symbol once the Lyndon roots ran (4 more
+  // for find()'s copy of the text, and at most 2 of a sparse table, of which only the pages
+  // used are faulted in), 44 more once they needed LCE queries.
   // REQUIRES: every text[i] < alphabet_size < UINT32_MAX; text.size() < kMaxTextLength.
   void find(std::span<const uint32_t> text, uint32_t alphabet_size, std::vector<Run>& runs);
   // The same for a text followed by one symbol more, alphabet_size, that is not part of it: the
@@ -64,10 +65,10 @@ class RunFinder {
   static constexpr index_t kDirectCompare = 16;
 
  private:
-  // False, with `runs` incomplete, on meeting a match of kDirectCompare symbols.
   // `terminated` is empty when the caller left no room for the terminator.
   void search(std::span<const uint32_t> text, std::span<const uint32_t> terminated,
               uint32_t alphabet_size, std::vector<Run>& runs);
+  // False, with `runs` incomplete, on meeting a match of kDirectCompare symbols.
   bool find_by_probes(std::vector<Run>& runs);
   void find_by_lyndon_roots(std::span<const uint32_t> terminated, std::vector<Run>& runs);
   // lyndon_end_[i] = the end of the longest Lyndon word at i, under the symbols' order or their

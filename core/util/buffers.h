@@ -4,6 +4,7 @@
 // comes zeroed from the kernel, for sparse tables of which a few pages are ever touched.
 #pragma once
 
+#include <cstddef>
 #include <cstdlib>
 #include <memory>
 #include <new>
@@ -41,7 +42,8 @@ class ZeroedArray {
  public:
   ZeroedArray() = default;
   // Throws std::bad_alloc.
-  explicit ZeroedArray(size_t n) : data_(static_cast<T*>(std::calloc(n ? n : 1, sizeof(T)))), size_(n) {
+  explicit ZeroedArray(size_t n)
+      : data_(static_cast<T*>(std::calloc(n ? n : 1, sizeof(T)))), size_(n) {
     if (!data_) throw std::bad_alloc();
   }
 

@@ -56,11 +56,18 @@
   const byRank = new Map(lanes.map(function (lane) { return [lane.rank, lane]; }));
   // Groups of ranks (a large job): per group, bucket and state the share of the group's time,
   // in 255ths (core/timeline/groups.h).
+  // Decoded natively where the browser can (Uint8Array.fromBase64: Chromium 140, Firefox 133,
+  // Safari 18.2): a 16,384-rank page's 1.75 MB of base64 took 50-100 ms by atob and a loop.
+  function fromBase64(text) {
+    if (Uint8Array.fromBase64) return Uint8Array.fromBase64(text);
+    const bytes = atob(text);
+    const out = new Uint8Array(bytes.length);
+    for (let i = 0; i < bytes.length; ++i) out[i] = bytes.charCodeAt(i);
+    return out;
+  }
   const groups = data.groups ? (function (g) {
-    const bytes = atob(g.share);
-    const share = new Uint8Array(bytes.length);
-    for (let i = 0; i < bytes.length; ++i) share[i] = bytes.charCodeAt(i);
-    return {size: g.size, count: g.count, buckets: g.buckets, bucketNs: g.bucket_ns, share: share};
+    return {size: g.size, count: g.count, buckets: g.buckets, bucketNs: g.bucket_ns,
+            share: fromBase64(g.share)};
   })(data.groups) : null;
   const nodes = data.nodes.map(function (node) {
     return {host: node.host, ranks: node.ranks, t: cumulative(node.t), cpu: node.cpu,

@@ -13,6 +13,8 @@
 #include <string>
 #include <string_view>
 
+#include "util/sanitizers.h"
+
 namespace pskel::cli {
 
 namespace {
@@ -21,16 +23,6 @@ constexpr char kTunables[] = "GLIBC_TUNABLES";
 constexpr char kTunable[] = "glibc.malloc.hugetlb";
 // Set in the restarted process only: "=" and the caller's GLIBC_TUNABLES, or "-" for none.
 constexpr char kCallersTunables[] = "PSKEL_CALLERS_GLIBC_TUNABLES";
-
-constexpr bool sanitized() {  // the sanitizers' allocators do not read glibc's tunables
-#if defined(__SANITIZE_ADDRESS__)
-  return true;
-#elif defined(__has_feature)
-  return __has_feature(address_sanitizer) || __has_feature(memory_sanitizer);
-#else
-  return false;
-#endif
-}
 
 // glibc 2.35 added the tunable; an older one ignores it, and a restart would gain nothing.
 bool libc_has_tunable() {
@@ -73,7 +65,8 @@ void start_on_huge_pages(int argc, char** argv) {
   }
   const char* tunables = getenv(kTunables);
   const bool callers_choice = tunables && std::strstr(tunables, kTunable);
-  if (argc < 2 || !holds_a_trace(argv[1]) || callers_choice || sanitized() ||
+  // A sanitizer's allocator reads no glibc tunable.
+  if (argc < 2 || !holds_a_trace(argv[1]) || callers_choice || util::sanitizer_allocator() ||
       !libc_has_tunable() || !huge_pages_on_request())
     return;  // a light command, the caller's setting stands, or there is nothing to gain
   const std::string saved = tunables ? std::string("=") + tunables : std::string("-");

@@ -13,14 +13,7 @@
 #include <vector>
 
 #include "util/buffers.h"
-
-#if defined(__SANITIZE_ADDRESS__)
-#define UNDER_ADDRESS_SANITIZER 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define UNDER_ADDRESS_SANITIZER 1
-#endif
-#endif
+#include "util/sanitizers.h"
 
 using pskel::util::DefaultInitAllocator;
 using pskel::util::ZeroedArray;
@@ -58,15 +51,16 @@ TEST_CASE("ZeroedArray: zeros throughout, and only the pages written are faulted
   CHECK(table[kCount / 2 - 1] == 0);
   CHECK(table[kCount / 2] == 42);
   CHECK(table[kCount - 1] == 0);
-#ifndef UNDER_ADDRESS_SANITIZER  // its allocator may clear what it hands out
-  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const uintptr_t first = reinterpret_cast<uintptr_t>(&table[0]) / page * page;
-  const uintptr_t end = reinterpret_cast<uintptr_t>(&table[kCount - 1]) + 1;
-  std::vector<unsigned char> in((end - first + page - 1) / page);
-  REQUIRE(::mincore(reinterpret_cast<void*>(first), end - first, in.data()) == 0);
-  const auto resident = std::count_if(in.begin(), in.end(), [](unsigned char v) { return v & 1; });
-  CHECK(resident < static_cast<std::ptrdiff_t>(in.size() / 4));
-#endif
+  if (!pskel::util::sanitizer_allocator()) {  // which may clear what it hands out
+    const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const uintptr_t first = reinterpret_cast<uintptr_t>(&table[0]) / page * page;
+    const uintptr_t end = reinterpret_cast<uintptr_t>(&table[kCount - 1]) + 1;
+    std::vector<unsigned char> in((end - first + page - 1) / page);
+    REQUIRE(::mincore(reinterpret_cast<void*>(first), end - first, in.data()) == 0);
+    const auto resident =
+        std::count_if(in.begin(), in.end(), [](unsigned char v) { return v & 1; });
+    CHECK(resident < static_cast<std::ptrdiff_t>(in.size() / 4));
+  }
   ZeroedArray<uint32_t> moved = std::move(table);
   CHECK(moved[kCount / 2] == 42);
   CHECK(moved.size() == kCount);

@@ -40,6 +40,11 @@ std::vector<index_t> bucket_starts(const uint32_t* text, index_t n, uint32_t k) 
   return start;
 }
 
+// tail[c] = the end of bucket c, where its next suffix placed from the right goes.
+void reset_to_bucket_tails(const std::vector<index_t>& start, std::vector<index_t>& tail) {
+  std::copy(start.begin() + 1, start.end(), tail.begin());
+}
+
 // Left-to-right pass: each sorted suffix puts its L-type predecessor at the head of that
 // symbol's bucket. The suffix n-1 follows the virtual sentinel, which sorts first.
 void induce_l_suffixes(const uint32_t* text, const SuffixTypes& types, index_t* sa, index_t n,
@@ -56,7 +61,7 @@ void induce_l_suffixes(const uint32_t* text, const SuffixTypes& types, index_t* 
 // the LMS seeds, which it places again in their final order.
 void induce_s_suffixes(const uint32_t* text, const SuffixTypes& types, index_t* sa, index_t n,
                        const std::vector<index_t>& start, std::vector<index_t>& tail) {
-  std::copy(start.begin() + 1, start.end(), tail.begin());
+  reset_to_bucket_tails(start, tail);
   for (index_t r = n - 1; r >= 0; --r) {
     const index_t j = sa[r] - 1;
     if (j >= 0 && types.is_s(j)) sa[--tail[text[j]]] = j;
@@ -110,7 +115,7 @@ void sais_main(const uint32_t* text, index_t* sa, index_t n, uint32_t k) {
 
   // Sort the LMS substrings: seed their suffixes at the bucket tails, induce.
   std::fill(sa, sa + n, kEmpty);
-  std::copy(start.begin() + 1, start.end(), pointer.begin());
+  reset_to_bucket_tails(start, pointer);
   for (index_t i = n - 1; i > 0; --i)
     if (types.is_lms(i)) sa[--pointer[text[i]]] = i;
   induce_l_suffixes(text, types, sa, n, start, pointer);
@@ -139,7 +144,7 @@ void sais_main(const uint32_t* text, index_t* sa, index_t n, uint32_t k) {
   // Seed the sorted LMS suffixes at their bucket tails, last first: the r-th lands at r or
   // later, so none is overwritten before it is moved. Then induce every other suffix.
   std::fill(sa + n1, sa + n, kEmpty);
-  std::copy(start.begin() + 1, start.end(), pointer.begin());
+  reset_to_bucket_tails(start, pointer);
   for (index_t r = n1; r-- > 0;) {
     const index_t position = sa[r];
     sa[r] = kEmpty;

@@ -54,8 +54,6 @@
             rss: lane.usage.rss}, drawn: {boxes: 0, calls: 0, aggregates: 0}};
   });
   const byRank = new Map(lanes.map(function (lane) { return [lane.rank, lane]; }));
-  // Groups of ranks (a large job): per group, bucket and state the share of the group's time,
-  // in 255ths (core/timeline/groups.h).
   // Decoded natively where the browser can (Uint8Array.fromBase64: Chromium 140, Firefox 133,
   // Safari 18.2): a 16,384-rank page's 1.75 MB of base64 took 50-100 ms by atob and a loop.
   function fromBase64(text) {
@@ -65,6 +63,8 @@
     for (let i = 0; i < bytes.length; ++i) out[i] = bytes.charCodeAt(i);
     return out;
   }
+  // Groups of ranks (a large job): per group, bucket and state the share of the group's time,
+  // in 255ths (core/timeline/groups.h).
   const groups = data.groups ? (function (g) {
     return {size: g.size, count: g.count, buckets: g.buckets, bucketNs: g.bucket_ns,
             share: fromBase64(g.share)};

@@ -83,19 +83,28 @@ class CalibrationProbes(unittest.TestCase):
     def test_probes_calibrate_and_are_taken_out_of_the_gaps(self):
         # Sampling every 5 ms, the 0.5 ms probes add 10 % to the run, in the compute gaps after
         # the calls they follow: had the readers not taken them out, the replay's compute would
-        # show it.
+        # show it against a run sampled every 100 ms (0.5 %). Both runs are sampled, so both
+        # have their waits for a CPU taken out of the gaps: a run without samples has not, and
+        # compared with it the test failed whenever another process shared the cores.
         app = APPS / "stencil.mpich"
         traced = {}
+        cpu_wait = 0.0
         with tempfile.TemporaryDirectory() as tmp:
-            for interval in ("5", "0"):
+            for interval in ("5", "100", "0"):
                 out = pathlib.Path(tmp) / f"trace-{interval}"
+                iterations = "50" if interval == "0" else "1200"
                 r = run([PSKEL, "run", "-o", out, "--", *launcher("mpich", 2), app, "-n", "32",
-                         "-i", "1200", "-w", "1400"], env=mpi_env({"PSKEL_SAMPLE_MS": interval}))
+                         "-i", iterations, "-w", "1400"],
+                        env=mpi_env({"PSKEL_SAMPLE_MS": interval}))
                 self.assertEqual(r.returncode, 0, r.stderr)
                 sim = run([PSKEL, "simulate", "--json", out])
                 self.assertEqual(sim.returncode, 0, sim.stderr)
                 traced[interval] = (json.loads((out / "meta.json").read_text()),
                                     json.loads(sim.stdout)["critical_path"]["compute_seconds"])
+                if interval != "0":
+                    info = run([PSKEL, "info", "--json", out])
+                    self.assertEqual(info.returncode, 0, info.stderr)
+                    cpu_wait = max(cpu_wait, *json.loads(info.stdout)["cpu_wait_fraction"])
                 if interval == "5":  # each probe has its "p <t_ns> <ns>" line
                     lines = (out / "samples.0").read_text().splitlines()
                     probes = [l.split() for l in lines if l.startswith("p ")]
@@ -114,7 +123,12 @@ class CalibrationProbes(unittest.TestCase):
             undisturbed = min(at_init, at_finalize) if at_finalize > 0 else at_init
             self.assertLess(abs(in_run / undisturbed - 1), 0.2, (at_init, at_finalize, in_run))
         self.assertEqual(traced["0"][0]["work_ns_per_unit_in_run"], [-1, -1])  # no sampling
-        self.assertLess(abs(compute / traced["0"][1] - 1), 0.05, (compute, traced["0"][1]))
+        # Beside another busy process the probes are preempted too, and what they add to the
+        # gaps cannot be told from the run's own slowdown (+7 % with two niced busy loops).
+        if cpu_wait > 0.03:
+            self.skipTest(f"the cores were busy while tracing (the ranks waited for a CPU "
+                          f"{cpu_wait:.0%} of the run): the probes' share cannot be measured")
+        self.assertLess(abs(compute / traced["100"][1] - 1), 0.05, (compute, traced["100"][1]))
 
 
 class NodeFiles(unittest.TestCase):

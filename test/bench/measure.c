@@ -3,9 +3,10 @@
  * includes what its parent had when it forked: from python, every command would measure at
  * least the interpreter's ~14 MB. The command's output passes through.
  * Usage: measure FIGURES_FILE TIMEOUT_SECONDS COMMAND [ARG...]
- * FIGURES_FILE gets "wall_seconds=S peak_kb=K exit=E" (E: the exit code, 128+N for signal N,
- * -1 when the timeout killed it, with every process it started). Exit: 0 when the figures were
- * written, 2 on a usage error. */
+ * FIGURES_FILE gets "wall_seconds=S peak_kb=K exit=E user_seconds=U sys_seconds=Y" (E: the exit
+ * code, 128+N for signal N, -1 when the timeout killed it, with every process it started; U and
+ * Y: the CPU time the command spent in its own code and in the kernel, its threads and waited-for
+ * children included). Exit: 0 when the figures were written, 2 on a usage error. */
 #define _GNU_SOURCE
 #include <signal.h>
 #include <stdio.h>
@@ -20,6 +21,8 @@ static double now(void) {
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
+
+static double seconds(struct timeval t) { return (double)t.tv_sec + (double)t.tv_usec * 1e-6; }
 
 static volatile sig_atomic_t timed_out;
 static pid_t child;
@@ -72,6 +75,7 @@ int main(int argc, char **argv) {
     perror(argv[1]);
     return 2;
   }
-  fprintf(out, "wall_seconds=%.6f peak_kb=%ld exit=%d\n", wall, usage.ru_maxrss, code);
+  fprintf(out, "wall_seconds=%.6f peak_kb=%ld exit=%d user_seconds=%.6f sys_seconds=%.6f\n", wall,
+          usage.ru_maxrss, code, seconds(usage.ru_utime), seconds(usage.ru_stime));
   return fclose(out) == 0 ? 0 : 2;
 }

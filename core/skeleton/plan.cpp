@@ -102,15 +102,22 @@ struct Message {
 class Simulator {
  public:
   Simulator(const Analysis& a, std::vector<std::vector<SimOp>>& ops)
-      : a_(a), ops_(ops), state_(ops_.size()), group_(ops_.size()) {}
+      : a_(a), ops_(ops), state_(ops_.size()), group_(ops_.size()), changed_(ops_.size(), true) {}
 
   // Returns the ranks left blocked on each other (empty: the program completes).
   std::vector<int32_t> run() {
+    // Sweeps in rank order until one makes no progress. A rank is stepped only if what its
+    // blocked op waits for may have changed since it last failed (changed_): a failed step has
+    // no effect, so skipping one that would fail again leaves every post in the same order.
+    // master-worker at 16,384 ranks took 443 sweeps, and 94 % of 7.7 million tries had failed.
     bool progress = true;
     while (progress) {
       progress = false;
-      for (size_t r = 0; r < ops_.size(); ++r)
+      for (size_t r = 0; r < ops_.size(); ++r) {
+        if (!changed_[r]) continue;
+        changed_[r] = false;
         while (step(static_cast<int32_t>(r))) progress = true;
+      }
     }
     // Blocked ranks that no unfinished rank will release wait on something outside what was
     // simulated (a capped loop's later iterations); what remains waits in a cycle.
@@ -158,6 +165,7 @@ class Simulator {
     if (to == tr::kProcNull || from == tr::kProcNull || to < 0 || comm < 0) return SIZE_MAX;
     messages_.push_back(Message{from, to, comm, tag});
     const size_t m = messages_.size() - 1;
+    if (is_send) mark_changed(to);   // a probe there may find it
     auto& mine = (is_send ? sends_ : recvs_)[{comm, to}];
     auto& theirs = (is_send ? recvs_ : sends_)[{comm, to}];
     for (auto it = theirs.begin(); it != theirs.end(); ++it) {
@@ -167,6 +175,7 @@ class Simulator {
       if (want != tr::kAnySource && want != sender) continue;
       if (!tags_match(other.tag, tag)) continue;
       messages_[m].matched = messages_[*it].matched = true;
+      mark_changed(is_send ? other.to : other.from);   // its poster
       messages_[is_send ? *it : m].from = sender;  // a wildcard receive's source, resolved
       theirs.erase(it);
       return m;
@@ -263,7 +272,7 @@ class Simulator {
         case SimOp::Kind::collective: {
           const uint64_t seq = s.collectives[op.comm]++;
           s.in_collective = {op.comm, seq};
-          ++arrived_[{op.comm, seq}];
+          if (++arrived_[{op.comm, seq}] == comm_size(op.comm)) changed_members(op.comm);
           break;
         }
         case SimOp::Kind::probe: break;
@@ -384,6 +393,17 @@ class Simulator {
     return out;
   }
 
+  void mark_changed(int32_t rank) {
+    if (rank >= 0 && static_cast<size_t>(rank) < changed_.size())
+      changed_[static_cast<size_t>(rank)] = true;
+  }
+  // The members of `comm` may go on: its collective has everybody. (Self and unknown
+  // communicators have one member, the rank that arrived.)
+  void changed_members(int comm) {
+    if (comm == 1 || comm < 0 || static_cast<size_t>(comm) >= a_.comms.size()) return;
+    for (int32_t member : a_.comms[static_cast<size_t>(comm)].members) mark_changed(member);
+  }
+
   const Analysis& a_;
   std::vector<std::vector<SimOp>>& ops_;
   std::vector<State> state_;
@@ -395,6 +415,7 @@ class Simulator {
   std::unordered_map<uint64_t, std::deque<size_t>> requests_;
   std::vector<std::vector<size_t>> group_;  // per rank: the group's requests posted so far
   std::map<std::pair<int, uint64_t>, int> arrived_;
+  std::vector<bool> changed_;   // per rank: whether to step it in the next sweep
 };
 
 // ---- planning ------------------------------------------------------------------------------

@@ -385,6 +385,56 @@ TEST_CASE("skeleton: every rank sending before receiving is planned: receives fi
   CHECK(!has(s.source, "CHK(MPI_Send("));
 }
 
+// The plan's check steps a rank again only when a post may have released it: a blocking send
+// is released by the receive that matches it, though its receiver sends nothing back. Had the
+// pipeline below stalled the check, the ring after it would not have been reached, and its
+// deadlock not planned away.
+TEST_CASE("skeleton: a send released by its receive lets the plan's check reach a later deadlock") {
+  auto w = pskel::test::world(3);
+  for (int r = 0; r < 3; ++r) {
+    w[r].add(Fn::MPI_Init);
+    if (r > 0) w[r].recv(r - 1, 2, 100000);   // a pipeline 0 -> 1 -> 2, once
+    if (r < 2) w[r].send(r + 1, 2, 100000);
+    w[r].collective(Fn::MPI_Barrier);
+    for (int i = 0; i < 20; ++i) {            // then every rank sending before receiving
+      w[r].send((r + 1) % 3, 1, 100000);
+      w[r].recv((r + 2) % 3, 1, 100000);
+      w[r].collective(Fn::MPI_Barrier);
+    }
+    w[r].add(Fn::MPI_Finalize);
+  }
+  const sk::Skeleton s = generate(build(w));
+  REQUIRE(s.description["rewritten_groups"].size() == 1);
+  CHECK(s.description["rewritten_groups"][0]["plan"] == "receives_first");
+}
+
+// A collective releases every member when the last arrives, though the last sends nothing to
+// them: ranks 0 and 1 then send to each other before receiving (a deadlock the plan must see),
+// while rank 2, the last to arrive, only receives.
+TEST_CASE("skeleton: a collective's last arrival lets the plan's check reach a later deadlock") {
+  auto w = pskel::test::world(3);
+  for (int r = 0; r < 3; ++r) {
+    w[r].add(Fn::MPI_Init);
+    w[r].collective(Fn::MPI_Barrier);
+    for (int i = 0; i < 20; ++i) {
+      if (r == 0) {
+        w[r].send(1, 1, 100000);
+        w[r].recv(1, 1, 100000);
+        w[r].send(2, 1, 100000);
+      } else if (r == 1) {
+        w[r].send(0, 1, 100000);
+        w[r].recv(0, 1, 100000);
+      } else {
+        w[r].recv(0, 1, 100000);
+      }
+      w[r].collective(Fn::MPI_Barrier);
+    }
+    w[r].add(Fn::MPI_Finalize);
+  }
+  const sk::Skeleton s = generate(build(w));
+  CHECK(s.description["rewritten_groups"].size() >= 1);
+}
+
 TEST_CASE("skeleton: an even/odd ordered exchange is safe as traced and keeps each rank's order") {
   auto w = pskel::test::world(2);
   for (int r = 0; r < 2; ++r) {

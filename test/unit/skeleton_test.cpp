@@ -362,16 +362,19 @@ TEST_CASE("skeleton: the run's memory probes price a byte before MPI_Finalize's 
         doctest::Approx((100 << 20) * 0.01 / kRingComputePerIterationNs));
 }
 
+namespace {
+
 // Rank r of three sends to the next before it receives from the one before, 20 times, a barrier
 // after each: a deadlock unless the plan posts the receives first.
-template <class Rank>
-void send_first_ring(Rank& rank, int r) {
+void send_first_ring(RankBuilder& rank, int r) {
   for (int i = 0; i < 20; ++i) {
     rank.send((r + 1) % 3, 1, 100000);
     rank.recv((r + 2) % 3, 1, 100000);
     rank.collective(Fn::MPI_Barrier);
   }
 }
+
+}  // namespace
 
 TEST_CASE("skeleton: every rank sending before receiving is planned: receives first, one Waitall") {
   auto w = pskel::test::world(3);

@@ -195,10 +195,15 @@ class Simulator {
     return false;
   }
 
+  // The members of `comm`; nullptr for self (comm 1) and unknown communicators, whose one
+  // member is the rank that calls.
+  const std::vector<int32_t>* members_of(int comm) const {
+    if (comm == 1 || comm < 0 || static_cast<size_t>(comm) >= a_.comms.size()) return nullptr;
+    return &a_.comms[static_cast<size_t>(comm)].members;
+  }
   int comm_size(int comm) const {
-    if (comm == 1) return 1;
-    if (comm < 0 || static_cast<size_t>(comm) >= a_.comms.size()) return 1;
-    return static_cast<int>(a_.comms[static_cast<size_t>(comm)].members.size());
+    const std::vector<int32_t>* members = members_of(comm);
+    return members ? static_cast<int>(members->size()) : 1;
   }
 
   std::deque<size_t>& live(int32_t rank, uint32_t event) {
@@ -397,11 +402,11 @@ class Simulator {
     if (rank >= 0 && static_cast<size_t>(rank) < changed_.size())
       changed_[static_cast<size_t>(rank)] = true;
   }
-  // The members of `comm` may go on: its collective has everybody. (Self and unknown
-  // communicators have one member, the rank that arrived.)
+  // The members of `comm` may go on: its collective has everybody (of self or an unknown
+  // communicator, the rank that arrived, which goes on anyway).
   void changed_members(int comm) {
-    if (comm == 1 || comm < 0 || static_cast<size_t>(comm) >= a_.comms.size()) return;
-    for (int32_t member : a_.comms[static_cast<size_t>(comm)].members) mark_changed(member);
+    if (const std::vector<int32_t>* members = members_of(comm))
+      for (int32_t member : *members) mark_changed(member);
   }
 
   const Analysis& a_;

@@ -18,65 +18,16 @@ namespace {
 namespace tr = pskel::trace;
 using Fn = tr::FunctionId;
 
-inline constexpr size_t kMaxExactSizes = 32;
-
 struct Point {
   double bytes, ns, weight;
 };
 
-// Per size group, the point (mean size, mean duration): sums per group, in sample order.
-std::vector<Point> bucket_points(std::span<const Sample> samples) {
-  struct Sum {
-    double bytes = 0, ns = 0;
-    size_t n = 0;
-    void add(const Sample& s) {
-      bytes += s.bytes;
-      ns += s.ns;
-      ++n;
-    }
-  };
-  // By exact size while there are few sizes, else (a second pass) by power of two.
-  std::map<double, Sum> groups;
-  for (const Sample& s : samples) {
-    groups[s.bytes].add(s);
-    if (groups.size() > kMaxExactSizes) break;
-  }
-  if (groups.size() > kMaxExactSizes) {
-    groups.clear();
-    for (const Sample& s : samples) groups[s.bytes < 1 ? 0 : std::floor(std::log2(s.bytes))].add(s);
-  }
-  std::vector<Point> points;
-  for (const auto& [key, sum] : groups) {
-    const auto n = static_cast<double>(sum.n);
-    points.push_back({sum.bytes / n, sum.ns / n, n});
-  }
-  return points;
-}
-
-// Per endpoint, the op that first waits for it: the blocking call itself, or the Wait/Test
-// that completes its request; rank kNone if none does. One flat array: a vector per endpoint
-// was an allocation for each of the job's endpoints.
-struct Completer {
-  uint32_t rank = kNone, op = kNone;
-  bool found() const { return rank != kNone; }
-};
-std::vector<Completer> completers(const Graph& graph) {
-  std::vector<Completer> out(graph.endpoints.size());
-  for (size_t r = 0; r < graph.ops.size(); ++r)
-    for (uint32_t i = 0; i < graph.ops[r].size(); ++i)
-      for (uint32_t e : graph.waits_of(graph.ops[r][i]))
-        if (!out[e].found()) out[e] = {static_cast<uint32_t>(r), i};
-  return out;
-}
-
-}  // namespace
-
-Fit fit_line(std::span<const Sample> samples, double fallback_ns_per_byte) {
+// Least squares of the line through weighted points (fit_line).
+Fit fit_points(const std::vector<Point>& points, uint64_t samples, double fallback_ns_per_byte) {
   Fit fit;
-  fit.samples = samples.size();
-  if (samples.empty()) return fit;
+  fit.samples = samples;
+  if (samples == 0) return fit;
   fit.fitted = true;
-  const std::vector<Point> points = bucket_points(samples);
   fit.buckets = points.size();
   double w = 0, mx = 0, my = 0;
   for (const Point& p : points) {
@@ -120,6 +71,88 @@ Fit fit_line(std::span<const Sample> samples, double fallback_ns_per_byte) {
   return fit;
 }
 
+// Calls visit(message) for every message in order. A message's receive lies in its receiver's
+// part of the arrays, as the loop goes, but its send in another rank's, and the reads of the
+// sender's endpoint and op were most of fit_model's time at 16,384 ranks (each a miss of the
+// cache and of the TLB, that the hardware cannot foresee: one loop reads a handful of senders in
+// turn). They are fetched ahead: the endpoint twice as far ahead as the op it names.
+template <class Visit>
+void for_each_message(const Graph& graph, Visit&& visit) {
+  constexpr size_t kAhead = 16;
+  const std::vector<Message>& messages = graph.messages;
+  for (size_t k = 0; k < messages.size(); ++k) {
+    if (k + 2 * kAhead < messages.size())
+      __builtin_prefetch(&graph.endpoints[messages[k + 2 * kAhead].send]);
+    if (k + kAhead < messages.size()) {
+      const Endpoint& ahead = graph.endpoints[messages[k + kAhead].send];
+      if (ahead.op != kNone)
+        __builtin_prefetch(&graph.ops[static_cast<size_t>(ahead.rank)][ahead.op].traced_start);
+    }
+    visit(messages[k]);
+  }
+}
+
+// Per endpoint, the op that first waits for it: the blocking call itself, or the Wait/Test
+// that completes its request; rank kNone if none does. One flat array: a vector per endpoint
+// was an allocation for each of the job's endpoints.
+struct Completer {
+  uint32_t rank = kNone, op = kNone;
+  bool found() const { return rank != kNone; }
+};
+std::vector<Completer> completers(const Graph& graph) {
+  std::vector<Completer> out(graph.endpoints.size());
+  for (size_t r = 0; r < graph.ops.size(); ++r)
+    for (uint32_t i = 0; i < graph.ops[r].size(); ++i)
+      for (uint32_t e : graph.waits_of(graph.ops[r][i]))
+        if (!out[e].found()) out[e] = {static_cast<uint32_t>(r), i};
+  return out;
+}
+
+}  // namespace
+
+void LineSums::add(double bytes, double ns) {
+  ++count_;
+  Sum& power = by_power_[bytes < 1 ? 0 : std::min<size_t>(63, static_cast<size_t>(std::log2(bytes)))];
+  power.bytes += bytes;
+  power.ns += ns;
+  ++power.n;
+  if (too_many_sizes_) return;
+  auto it = std::lower_bound(exact_.begin(), exact_.end(), bytes,
+                             [](const auto& group, double b) { return group.first < b; });
+  if (it == exact_.end() || it->first != bytes) {
+    if (exact_.size() == kMaxExactSizes) {
+      too_many_sizes_ = true;
+      exact_.clear();
+      return;
+    }
+    it = exact_.insert(it, {bytes, Sum{}});
+  }
+  it->second.bytes += bytes;
+  it->second.ns += ns;
+  ++it->second.n;
+}
+
+Fit LineSums::fit(double fallback_ns_per_byte) const {
+  std::vector<Point> points;
+  auto point = [&](const Sum& sum) {
+    const auto n = static_cast<double>(sum.n);
+    points.push_back({sum.bytes / n, sum.ns / n, n});
+  };
+  if (too_many_sizes_) {
+    for (const Sum& sum : by_power_)
+      if (sum.n > 0) point(sum);
+  } else {
+    for (const auto& [bytes, sum] : exact_) point(sum);
+  }
+  return fit_points(points, count_, fallback_ns_per_byte);
+}
+
+Fit fit_line(std::span<const Sample> samples, double fallback_ns_per_byte) {
+  LineSums sums;
+  for (const Sample& s : samples) sums.add(s.bytes, s.ns);
+  return sums.fit(fallback_ns_per_byte);
+}
+
 namespace {
 
 struct RankPairHash {
@@ -148,12 +181,12 @@ std::vector<double> clock_offsets(const Graph& graph, const std::vector<Complete
     const Endpoint& ep = graph.endpoints[e];
     return graph.ops[static_cast<size_t>(ep.rank)][ep.op];
   };
-  for (const Message& m : graph.messages) {
+  for_each_message(graph, [&](const Message& m) {
     const Op* done = done_of(m.recv);
-    if (done == nullptr) continue;
+    if (done == nullptr) return;
     bound(graph.endpoints[m.send].rank, graph.endpoints[m.recv].rank,
           static_cast<double>(op_of(m.send).traced_start - done->traced_end));
-  }
+  });
   for (const Collective& c : graph.collectives) {
     if (c.sync != Sync::all || c.members.size() < 2) continue;
     const uint32_t first = c.members[0];
@@ -209,9 +242,9 @@ std::vector<double> clock_offsets(const Graph& graph, const std::vector<Complete
 std::vector<double> clock_offsets(const Graph& graph) { return clock_offsets(graph, completers(graph)); }
 
 Model fit_model(const Graph& graph) {
-  std::array<std::vector<Sample>, kFamilyCount> samples;
+  std::array<LineSums, kFamilyCount> samples;
   auto add = [&](Family f, double bytes, double ns) {
-    samples[static_cast<size_t>(f)].push_back({bytes, std::max(0.0, ns)});
+    samples[static_cast<size_t>(f)].add(bytes, std::max(0.0, ns));
   };
   const std::vector<Completer> completer = completers(graph);
   const std::vector<double> offset = clock_offsets(graph, completer);
@@ -239,17 +272,17 @@ Model fit_model(const Graph& graph) {
   // posted, and the smallest larger one that was still running when the receive was posted.
   double eager_max = -1;
   std::map<double, bool> waited;   // size -> some send of it ran into its receive's post
-  for (const Message& m : graph.messages) {
+  for_each_message(graph, [&](const Message& m) {
     const Op& send = op_of(m.send);
     const auto f = static_cast<Fn>(send.function);
-    if (f != Fn::MPI_Send && f != Fn::MPI_Rsend) continue;
+    if (f != Fn::MPI_Send && f != Fn::MPI_Rsend) return;
     const double recv_post = common(m.recv, op_of(m.recv).traced_start);
     const double bytes = static_cast<double>(m.bytes);
     if (common(m.send, send.traced_end) < recv_post)
       eager_max = std::max(eager_max, bytes);
     else if (common(m.send, send.traced_start) < recv_post)
       waited[bytes] = true;
-  }
+  });
   double rendezvous = std::numeric_limits<double>::infinity();
   for (const auto& [bytes, yes] : waited)
     if (yes && bytes > eager_max) {
@@ -271,10 +304,10 @@ Model fit_model(const Graph& graph) {
     }
   // Transfers: from the send's post (or the receive's, if later) to the end of the receive or
   // of the Wait that completes it, when the receiver was already waiting for it.
-  std::vector<Sample> transfers, all_transfers;
-  for (const Message& m : graph.messages) {
+  LineSums transfers, all_transfers;
+  for_each_message(graph, [&](const Message& m) {
     const Completer& c = completer[m.recv];
-    if (!c.found()) continue;
+    if (!c.found()) return;
     const auto receiver = static_cast<int32_t>(c.rank);
     const Op& done = graph.ops[c.rank][c.op];
     const double sent = common(m.send, op_of(m.send).traced_start);
@@ -283,13 +316,13 @@ Model fit_model(const Graph& graph) {
     const double from = std::min(received, std::max(waiting_from, sent));
     const std::array<int32_t, 2> both = {graph.endpoints[m.send].rank, receiver};
     const Sample s{static_cast<double>(m.bytes), clean_window(both, from, received)};
-    all_transfers.push_back(s);
+    all_transfers.add(s.bytes, s.ns);
     if (sent >= waiting_from)
-      transfers.push_back(s);
+      transfers.add(s.bytes, s.ns);
     else   // the message was there: what the receive itself cost
       add(Family::p2p_recv, s.bytes, graph.busy_ns(receiver, done));
-  }
-  samples[static_cast<size_t>(Family::p2p)] = transfers.empty() ? all_transfers : transfers;
+  });
+  samples[static_cast<size_t>(Family::p2p)] = transfers.count() == 0 ? all_transfers : transfers;
   // Collectives: the latest arriving member's time from its post to its completion.
   std::vector<int32_t> members;
   for (const Collective& c : graph.collectives) {
@@ -310,7 +343,7 @@ Model fit_model(const Graph& graph) {
   Model model;
   model.ranks = graph.world_size;
   model.rendezvous_bytes = rendezvous;
-  model[Family::p2p] = fit_line(samples[static_cast<size_t>(Family::p2p)]);
+  model[Family::p2p] = samples[static_cast<size_t>(Family::p2p)].fit();
   const Fit& p2p = model[Family::p2p];
   for (size_t k = 0; k < kFamilyCount; ++k) {
     const auto f = static_cast<Family>(k);
@@ -323,7 +356,7 @@ Model fit_model(const Graph& graph) {
         break;
       }
     const double factor = family_factor(f, ranks);
-    Fit fit = fit_line(samples[k], p2p.ns_per_byte * factor);
+    Fit fit = samples[k].fit(p2p.ns_per_byte * factor);
     if (!fit.fitted) {
       fit.t0_ns = p2p.t0_ns * factor;
       fit.ns_per_byte = p2p.ns_per_byte * factor;

@@ -148,6 +148,77 @@ TEST_CASE("simulate: the fit recovers T0 and B from noisy points") {
   CHECK_FALSE(sim::fit_line({}).fitted);
 }
 
+TEST_CASE("simulate: the fit groups by exact size up to 32 sizes, by powers of two past them") {
+  // Sizes 1..32 (times 100 bytes) are 32 groups; a 33rd size makes them powers of two: sizes
+  // 100..3300 fall in floor(log2) groups 6 to 11.
+  std::vector<sim::Sample> samples;
+  for (int k = 1; k <= 32; ++k) samples.push_back({100.0 * k, 1000 + 0.5 * 100 * k});
+  CHECK(sim::fit_line(samples).buckets == 32);
+  samples.push_back({3300, 1000 + 0.5 * 3300});
+  const sim::Fit binned = sim::fit_line(samples);
+  CHECK(binned.buckets == 6);
+  CHECK(binned.samples == 33);
+  // The samples fed one at a time in another order give the same groups (sums in their order).
+  sim::LineSums reversed;
+  for (auto it = samples.rbegin(); it != samples.rend(); ++it) reversed.add(it->bytes, it->ns);
+  CHECK(reversed.count() == 33);
+  CHECK(reversed.fit().buckets == 6);
+  CHECK(reversed.fit().ns_per_byte == doctest::Approx(binned.ns_per_byte).epsilon(1e-9));
+  // Sizes under 2 bytes share group 0 (0 and 1 byte), beside 2 bytes' group 1.
+  sim::LineSums small;
+  for (int k = 0; k < 40; ++k) small.add(k < 34 ? k : k % 3, 100);
+  CHECK(small.fit().buckets == 6);   // groups 0 (0, 1 B), 1 (2, 3), 2, 3, 4, 5 (32, 33)
+}
+
+TEST_CASE("simulate: a Waitall on requests that complete out of order ends at the last one") {
+  // Rank 0 waits for messages from ranks 1, 2 and 3, posted at 900, 500 and 100 ns: the replay
+  // finds them missing in another order than they come.
+  auto w = world(4);
+  init(w[0]);
+  const uint32_t a = w[0].irecv(1, 1);
+  const uint32_t b = w[0].irecv(2, 1);
+  const uint32_t c = w[0].irecv(3, 1);
+  w[0].complete(Fn::MPI_Waitall, {a, b, c});
+  w[0].timing(0, 0).add(Fn::MPI_Finalize);
+  const int64_t gaps[4] = {0, 900, 500, 100};
+  for (int r = 1; r < 4; ++r) {
+    init(w[r]);
+    w[r].timing(gaps[r], 10).send(0, 1, 1);
+    w[r].timing(0, 0).add(Fn::MPI_Finalize);
+  }
+  const auto trace = trace_set(w);
+  const sim::Prediction p = sim::replay(sim::build_graph(trace), round_model(4));
+  // The last message leaves rank 1 at 900 and takes 100 + 0.5 x 8 ns.
+  CHECK(p.rank_end_seconds[0] == doctest::Approx(1004e-9).epsilon(1e-12));
+  CHECK(p.forced == 0);
+}
+
+TEST_CASE("simulate: a rank forced past a deadlock still waits for what it needs later") {
+  // Both ranks Ssend first (a deadlock the replay must break), then receive each other's. The
+  // forced rank 0 is still on the list of the post it was waiting for when rank 1 makes it:
+  // that must not count as one of the two messages rank 0 waits for afterwards.
+  auto w = world(2);
+  init(w[0]);
+  w[0].send(1, 1, 1, Fn::MPI_Ssend);
+  w[0].recv(1, 1);
+  const uint32_t a = w[0].irecv(1, 2);
+  const uint32_t b = w[0].irecv(1, 3);
+  w[0].complete(Fn::MPI_Waitall, {a, b});
+  w[0].timing(0, 0).add(Fn::MPI_Finalize);
+  init(w[1]);
+  w[1].send(0, 1, 1, Fn::MPI_Ssend);
+  w[1].recv(0, 1);
+  w[1].timing(1000, 10).send(0, 2, 1);
+  w[1].timing(500, 10).send(0, 3, 1);
+  w[1].timing(0, 0).add(Fn::MPI_Finalize);
+  const auto trace = trace_set(w);
+  const sim::Prediction p = sim::replay(sim::build_graph(trace), round_model(2));
+  CHECK(p.forced == 1);
+  // Rank 1 ends 10 ns (a blocking send) after posting the message of tag 3, which reaches
+  // rank 0 104 ns after that post.
+  CHECK(p.rank_end_seconds[0] == doctest::Approx(p.rank_end_seconds[1] + 94e-9).epsilon(1e-12));
+}
+
 TEST_CASE("simulate: fit_model measures transfers and collective costs from the trace") {
   // 20 messages of 8 bytes: the receiver is always already waiting, and the message takes
   // 700 ns from the send's start to the end of the receive; each allreduce takes 400 ns (both

@@ -13,8 +13,9 @@ namespace {
 using Kind = Endpoint::Kind;
 inline constexpr double kUnposted = std::numeric_limits<double>::quiet_NaN();
 
+// An op's start is not kept: it is the end of the rank's op before it plus the op's gap.
 struct OpTime {
-  double start = 0, end = 0;
+  double end = 0;
   uint32_t bind = kNone;   // the endpoint whose post time decided `end`; kNone: the op itself
 };
 
@@ -29,6 +30,7 @@ struct RankState {
   uint32_t next = 0;         // the op it is at
   double clock = 0;          // the end of its last op
   double end = -1;           // where it ended (MPI_Finalize's start), once it did
+  uint32_t missing = 0;      // posts `next` waits for that have not come (it is on their lists)
   bool started = false;      // `next` has started: its posts are made
 };
 
@@ -141,9 +143,13 @@ class Replay {
 
  private:
   double scaled_gap(const Op& op) const { return static_cast<double>(op.gap_ns) * w_.cpu_scale * w_.grow; }
+  double op_start(int32_t r, int64_t i) const {
+    const RankState& s = ranks_[static_cast<size_t>(r)];
+    return (i > 0 ? s.times[i - 1].end : 0) + scaled_gap(s.ops[i]);
+  }
   double current_start(int32_t r) const {
     const RankState& s = ranks_[r];
-    return s.started ? s.times[s.next].start : s.clock + scaled_gap(s.ops[s.next]);
+    return s.clock + scaled_gap(s.ops[s.next]);
   }
   double own_cost(int32_t rank, const Op& op) const {
     if (op.measured) return g_.busy_ns(rank, op);
@@ -162,7 +168,7 @@ class Replay {
 
   void post(uint32_t e, double t) {
     posted_at_[e] = t;
-    waiters_.drain(e, [this](int32_t r) { ready_.push_back(r); });
+    waiters_.drain(e, [this](int32_t r) { one_post_came(r); });
     const Endpoint& ep = g_.endpoints[e];
     if (ep.kind == Kind::member) {
       const Collective& c = g_.collectives[ep.link];
@@ -173,9 +179,18 @@ class Replay {
         latest = {-std::numeric_limits<double>::infinity(), kNone};
         for (uint32_t member : c.members)
           if (posted_at_[member] > latest.time) latest = {posted_at_[member], member};
-        collective_waiters_.drain(ep.link, [this](int32_t r) { ready_.push_back(r); });
+        collective_waiters_.drain(ep.link, [this](int32_t r) { one_post_came(r); });
       }
     }
+  }
+
+  // A post that rank `r` waited for came: it goes on once all it waited for did. (A rank the
+  // deadlock breaker forced on may still be on lists it waited on before; a post from one of
+  // those wakes it early, and it looks again, as it does when it wakes on time.)
+  void one_post_came(int32_t r) {
+    uint32_t& missing = ranks_[static_cast<size_t>(r)].missing;
+    if (missing == 0) return;
+    if (--missing == 0) ready_.push_back(r);
   }
 
   // The completion of `e`, or false after registering rank `r` to wait for the post it needs.
@@ -290,23 +305,34 @@ class Replay {
     while (s.next < s.count) {
       const Op& op = s.ops[s.next];
       OpTime& t = s.times[s.next];
+      const double start = s.clock + scaled_gap(op);
       if (!s.started) {
-        t.start = s.clock + scaled_gap(op);
         s.started = true;
-        for (uint32_t e : g_.posts_of(op)) post(e, t.start);
+        for (uint32_t e : g_.posts_of(op)) post(e, start);
       }
-      t.end = t.start + own_cost(r, op);
+      t.end = start + own_cost(r, op);
       t.bind = kNone;
+      // Every wait is looked at, and the rank goes on the list of each post it misses: it is
+      // resumed once, when the last comes, not once per post (halo3d's Waitall of 12 requests
+      // was resumed three times an iteration, each time reading its rank's state from memory).
+      uint32_t missing = 0;
       for (uint32_t e : g_.waits_of(op)) {
         Completion c{};
-        if (!completion(e, r, force, &c)) return;
+        if (!completion(e, r, force, &c)) {
+          ++missing;
+          continue;
+        }
         if (c.time > t.end) {
           t.end = c.time;
           t.bind = c.bind;
         }
       }
+      if (missing > 0) {
+        s.missing = missing;
+        return;
+      }
       force = false;
-      if (op.finalize) s.end = t.start;
+      if (op.finalize) s.end = start;
       s.clock = t.end;
       s.started = false;
       ++s.next;
@@ -340,7 +366,7 @@ class Replay {
         s = g_.endpoints[t.bind].rank;
         j = g_.endpoints[t.bind].op;
       }
-      communication += t.end - ranks_[s].times[j].start;
+      communication += t.end - op_start(s, j);
       compute += scaled_gap(g_.ops[s][static_cast<size_t>(j)]);
       if (s != r) ++p.rank_switches;
       r = s;

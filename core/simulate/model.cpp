@@ -71,27 +71,6 @@ Fit fit_points(const std::vector<Point>& points, uint64_t samples, double fallba
   return fit;
 }
 
-// Calls visit(message) for every message in order. A message's receive lies in its receiver's
-// part of the arrays, as the loop goes, but its send in another rank's, and the reads of the
-// sender's endpoint and op were most of fit_model's time at 16,384 ranks (each a miss of the
-// cache and of the TLB, that the hardware cannot foresee: one loop reads a handful of senders in
-// turn). They are fetched ahead: the endpoint twice as far ahead as the op it names.
-template <class Visit>
-void for_each_message(const Graph& graph, Visit&& visit) {
-  constexpr size_t kAhead = 16;
-  const std::vector<Message>& messages = graph.messages;
-  for (size_t k = 0; k < messages.size(); ++k) {
-    if (k + 2 * kAhead < messages.size())
-      __builtin_prefetch(&graph.endpoints[messages[k + 2 * kAhead].send]);
-    if (k + kAhead < messages.size()) {
-      const Endpoint& ahead = graph.endpoints[messages[k + kAhead].send];
-      if (ahead.op != kNone)
-        __builtin_prefetch(&graph.ops[static_cast<size_t>(ahead.rank)][ahead.op].traced_start);
-    }
-    visit(messages[k]);
-  }
-}
-
 // Per endpoint, the op that first waits for it: the blocking call itself, or the Wait/Test
 // that completes its request; rank kNone if none does. One flat array: a vector per endpoint
 // was an allocation for each of the job's endpoints.
@@ -106,6 +85,47 @@ std::vector<Completer> completers(const Graph& graph) {
       for (uint32_t e : graph.waits_of(graph.ops[r][i]))
         if (!out[e].found()) out[e] = {static_cast<uint32_t>(r), i};
   return out;
+}
+
+// Calls visit(k) for k = 0 .. n-1, where visit reads the endpoint endpoint_at(k) names, its op
+// and (given `completer`) its completer. The passes over messages read each one's send, in
+// another rank's part of the arrays, and those over a collective's members one rank after
+// another: each read a miss of the cache and the TLB that the hardware cannot foresee (one
+// loop reads a handful of senders, or every rank, in turn), which at 16,384 ranks were most of
+// fit_model's time. They are fetched ahead: the endpoint twice as far ahead as the op it names.
+template <class EndpointAt, class Visit>
+void visit_fetching_ahead(const Graph& graph, std::span<const Completer> completer, size_t n,
+                          EndpointAt&& endpoint_at, Visit&& visit) {
+  constexpr size_t kAhead = 16;
+  for (size_t k = 0; k < n; ++k) {
+    if (k + 2 * kAhead < n) {
+      const uint32_t e = endpoint_at(k + 2 * kAhead);
+      __builtin_prefetch(&graph.endpoints[e]);
+      if (!completer.empty()) __builtin_prefetch(&completer[e]);
+    }
+    if (k + kAhead < n) {
+      const Endpoint& ahead = graph.endpoints[endpoint_at(k + kAhead)];
+      if (ahead.op != kNone)
+        __builtin_prefetch(&graph.ops[static_cast<size_t>(ahead.rank)][ahead.op].traced_start);
+    }
+    visit(k);
+  }
+}
+
+// Every message in order (its receive is read where the loop is: no completer fetched).
+template <class Visit>
+void for_each_message(const Graph& graph, Visit&& visit) {
+  const std::vector<Message>& messages = graph.messages;
+  visit_fetching_ahead(graph, {}, messages.size(), [&](size_t k) { return messages[k].send; },
+                       [&](size_t k) { visit(messages[k]); });
+}
+
+// Every member of `c`, in order, as its endpoint id.
+template <class Visit>
+void for_each_member(const Graph& graph, std::span<const Completer> completer,
+                     const Collective& c, Visit&& visit) {
+  visit_fetching_ahead(graph, completer, c.members.size(), [&](size_t k) { return c.members[k]; },
+                       [&](size_t k) { visit(c.members[k]); });
 }
 
 }  // namespace
@@ -187,18 +207,49 @@ std::vector<double> clock_offsets(const Graph& graph, const std::vector<Complete
     bound(graph.endpoints[m.send].rank, graph.endpoints[m.recv].rank,
           static_cast<double>(op_of(m.send).traced_start - done->traced_end));
   });
+  // A collective bounds each member against its first one, and a hashed update per member and
+  // collective was most of this function on a job of world-wide collectives. The bounds
+  // against one first rank are gathered in two arrays by rank instead, and go to `lower` when
+  // a collective with another first rank comes, and at the end (a maximum in any order).
+  const double kNoBound = -std::numeric_limits<double>::infinity();
+  int32_t first_rank = -1;
+  std::vector<double> after_first, before_first;   // per rank: bound(first, b), bound(b, first)
+  std::vector<int32_t> bounded;                    // ranks with a bound in them
+  auto flush_first = [&] {
+    for (const int32_t b : bounded) {
+      const auto k = static_cast<size_t>(b);
+      if (after_first[k] != kNoBound) bound(first_rank, b, after_first[k]);
+      if (before_first[k] != kNoBound) bound(b, first_rank, before_first[k]);
+      after_first[k] = before_first[k] = kNoBound;
+    }
+    bounded.clear();
+  };
+  auto bound_first = [&](std::vector<double>& side, int32_t b, double v) {
+    const auto k = static_cast<size_t>(b);
+    if (after_first[k] == kNoBound && before_first[k] == kNoBound) bounded.push_back(b);
+    side[k] = std::max(side[k], v);
+  };
   for (const Collective& c : graph.collectives) {
     if (c.sync != Sync::all || c.members.size() < 2) continue;
     const uint32_t first = c.members[0];
     const Op* first_done = done_of(first);
-    for (uint32_t e : c.members) {
-      const Op* done = done_of(e);
-      if (done == nullptr || first_done == nullptr) continue;
-      const int32_t a = graph.endpoints[first].rank, b = graph.endpoints[e].rank;
-      bound(a, b, static_cast<double>(op_of(first).traced_start - done->traced_end));
-      bound(b, a, static_cast<double>(op_of(e).traced_start - first_done->traced_end));
+    if (first_done == nullptr) continue;
+    const int32_t a = graph.endpoints[first].rank;
+    if (a != first_rank) {
+      if (after_first.empty()) after_first.assign(static_cast<size_t>(graph.world_size), kNoBound);
+      if (before_first.empty()) before_first.assign(static_cast<size_t>(graph.world_size), kNoBound);
+      flush_first();
+      first_rank = a;
     }
+    for_each_member(graph, completer, c, [&](uint32_t e) {
+      const Op* done = done_of(e);
+      const int32_t b = graph.endpoints[e].rank;
+      if (done == nullptr || b == a) return;
+      bound_first(after_first, b, static_cast<double>(op_of(first).traced_start - done->traced_end));
+      bound_first(before_first, b, static_cast<double>(op_of(e).traced_start - first_done->traced_end));
+    });
   }
+  flush_first();
   // Each pair's offset: the middle of its bounds (or the one bound there is), spread from rank 0.
   // (The pairs in ascending order, as an ordered map gave them: the spread's order decides
   // which bound wins where they disagree.)
@@ -327,10 +378,11 @@ Model fit_model(const Graph& graph) {
   std::vector<int32_t> members;
   for (const Collective& c : graph.collectives) {
     uint32_t latest = kNone;
-    for (uint32_t e : c.members)
+    for_each_member(graph, {}, c, [&](uint32_t e) {
       if (latest == kNone ||
           common(e, op_of(e).traced_start) > common(latest, op_of(latest).traced_start))
         latest = e;
+    });
     if (latest == kNone || !completer[latest].found()) continue;
     const Op& done = graph.ops[completer[latest].rank][completer[latest].op];
     const double from = common(latest, op_of(latest).traced_start);

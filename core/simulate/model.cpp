@@ -132,7 +132,8 @@ void for_each_member(const Graph& graph, std::span<const Completer> completer,
 
 void LineSums::add(double bytes, double ns) {
   ++count_;
-  Sum& power = by_power_[bytes < 1 ? 0 : std::min<size_t>(63, static_cast<size_t>(std::log2(bytes)))];
+  // floor(log2), at most 63 (a size that is no int64, infinite or NaN, in group 63: no UB).
+  Sum& power = by_power_[bytes < 1 ? 0 : static_cast<size_t>(std::min(63.0, std::log2(bytes)))];
   power.bytes += bytes;
   power.ns += ns;
   ++power.n;

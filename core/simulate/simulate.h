@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "trace/gaps.h"
@@ -192,8 +193,9 @@ Fit fit_line(std::span<const Sample> samples, double fallback_ns_per_byte = 0);
 
 // fit_line's groups, summed a sample at a time: fit_model feeds one per family with every
 // call of the job, and 16,384 ranks' calls as arrays of samples were 0.8 GB of fresh pages.
-// Both groupings are kept as the samples come, so `fit()` equals fit_line over the same
-// samples in the same order, bit for bit.
+// Both groupings are kept as the samples come, and each group's sums in the samples' order,
+// so `fit()` is what grouping the whole array at once gave, bit for bit (fit_line is this
+// class fed an array).
 class LineSums {
  public:
   void add(double bytes, double ns);

@@ -82,6 +82,13 @@ struct Envelope {
   bool known() const { return comm != kUnknownComm && peer >= 0 && tag >= 0; }
 };
 
+// What a send or receive was posted with, until the messages are matched.
+struct P2pPost {
+  Envelope envelope;
+  SendMode mode = SendMode::standard;   // a send's
+  int64_t bytes = 0;                    // a send's
+};
+
 // A persistent request's template, copied into an endpoint at each Start.
 struct PersistentTemplate {
   bool send = true;
@@ -193,8 +200,7 @@ class Builder {
     room_ = records;
     g_.op_storage.reserve(records);
     g_.endpoints.reserve(records);
-    envelopes_.reserve(records);
-    send_bytes_.reserve(records);
+    p2p_.reserve(records);
     g_.posts.reserve(records);
     g_.waits.reserve(records);
   }
@@ -272,16 +278,14 @@ class Builder {
 
   uint32_t new_endpoint(Kind kind, int32_t rank, uint32_t op) {
     g_.endpoints.push_back({kind, rank, op, kNone});
-    envelopes_.push_back({});
     return static_cast<uint32_t>(g_.endpoints.size() - 1);
   }
 
   uint32_t post_send(RankState& s, uint32_t op, const Envelope& env, int64_t bytes,
                      SendMode mode) {
     const uint32_t e = new_endpoint(Kind::send, s.rank, op);
-    envelopes_[e] = env;
-    send_bytes_.resize(g_.endpoints.size());
-    send_bytes_[e] = {bytes, mode};
+    p2p_.resize(g_.endpoints.size());
+    p2p_[e] = {env, mode, bytes};
     posts_.push_back(e);
     if (env.peer == tr::kProcNull) return e;     // no message, completes at once
     if (env.known() && env.peer < g_.world_size)
@@ -293,7 +297,8 @@ class Builder {
 
   uint32_t post_recv(RankState& s, uint32_t op, const Envelope& env) {
     const uint32_t e = new_endpoint(Kind::recv, s.rank, op);
-    envelopes_[e] = env;
+    p2p_.resize(g_.endpoints.size());
+    p2p_[e].envelope = env;
     posts_.push_back(e);
     recvs_in_order_[static_cast<size_t>(s.rank)].push_back(e);
     ++posted_on_channel_[{env.comm, s.rank, env.peer, env.tag}];
@@ -308,15 +313,16 @@ class Builder {
       const uint32_t e = s.request.find(id);
       if (id == 0 || e == kNone) continue;
       waits_.push_back(e);
-      Envelope& env = envelopes_[e];
+      if (!s.persistent.count(id)) s.request.erase(id);
+      if (g_.endpoints[e].kind != Kind::recv) continue;
+      Envelope& env = p2p_[e].envelope;
       // Only a wildcard takes the status's values: a receive posted for one source keeps it
       // (statuses of MPI_PROC_NULL requests are not reliable in every MPI).
       const bool wildcard = env.peer == tr::kAnySource || env.tag == tr::kAnyTag;
-      if (g_.endpoints[e].kind == Kind::recv && wildcard && aux[k + 1] >= 0) {
+      if (wildcard && aux[k + 1] >= 0) {
         if (env.peer == tr::kAnySource) env.peer = static_cast<int32_t>(aux[k + 1]);
         if (env.tag == tr::kAnyTag) env.tag = static_cast<int32_t>(aux[k + 2]);
       }
-      if (!s.persistent.count(id)) s.request.erase(id);
     }
   }
 
@@ -486,7 +492,7 @@ class Builder {
     g_.messages.reserve(receives);
     for (size_t rank = 0; rank < recvs_in_order_.size(); ++rank) {
       for (uint32_t e : recvs_in_order_[rank]) {
-        const Envelope& env = envelopes_[e];
+        const Envelope& env = p2p_[e].envelope;
         if (env.peer == tr::kProcNull) continue;
         if (!env.known() || env.peer >= g_.world_size) {
           ++g_.unmatched_receives;
@@ -501,8 +507,8 @@ class Builder {
         Message m;
         m.send = send;
         m.recv = e;
-        m.bytes = send_bytes_[send].first;
-        m.mode = send_bytes_[send].second;
+        m.bytes = p2p_[send].bytes;
+        m.mode = p2p_[send].mode;
         const auto id = static_cast<uint32_t>(g_.messages.size());
         g_.endpoints[send].link = g_.endpoints[e].link = id;
         g_.messages.push_back(m);
@@ -517,7 +523,7 @@ class Builder {
     std::unordered_map<Channel, std::vector<uint32_t>, ChannelHash> receives;
     for (size_t rank = 0; rank < recvs_in_order_.size(); ++rank)
       for (uint32_t e : recvs_in_order_[rank]) {
-        const Envelope& env = envelopes_[e];
+        const Envelope& env = p2p_[e].envelope;
         receives[{env.comm, static_cast<int32_t>(rank), env.peer, env.tag}].push_back(e);
       }
     for (const PendingProbe& p : probes_) {
@@ -563,8 +569,9 @@ class Builder {
   size_t records_seen_ = 0;   // in the ranks added
   size_t room_ = 0;           // records the arrays are sized for
   std::vector<uint32_t> posts_, waits_;   // of the op being built
-  std::vector<Envelope> envelopes_;       // per endpoint
-  std::vector<std::pair<int64_t, SendMode>> send_bytes_;  // per endpoint: bytes, mode
+  // Per endpoint, up to the last point-to-point one (collective members and probes' arrivals
+  // need none: a job of collectives alone had 12 bytes an endpoint here for nothing).
+  std::vector<P2pPost> p2p_;
   // Hashed: ordered maps of every channel of the job cost a cache miss per level per call, a
   // cost that grew with the rank count.
   std::unordered_map<Channel, SendQueue, ChannelHash> sends_;      // (comm, sender, receiver, tag)

@@ -237,8 +237,10 @@ std::vector<double> clock_offsets(const Graph& graph, const std::vector<Complete
     if (first_done == nullptr) continue;
     const int32_t a = graph.endpoints[first].rank;
     if (a != first_rank) {
-      if (after_first.empty()) after_first.assign(static_cast<size_t>(graph.world_size), kNoBound);
-      if (before_first.empty()) before_first.assign(static_cast<size_t>(graph.world_size), kNoBound);
+      if (after_first.empty()) {
+        after_first.assign(static_cast<size_t>(graph.world_size), kNoBound);
+        before_first.assign(static_cast<size_t>(graph.world_size), kNoBound);
+      }
       flush_first();
       first_rank = a;
     }

@@ -75,23 +75,40 @@ void pskel_compute(double units)
         work_sink = pskel_work(whole);
 }
 
+static void barrier(void *arg)
+{
+    (void)arg;
+    PMPI_Barrier(MPI_COMM_WORLD);
+}
+
 /* The rank's memory part, set up before the clock starts (the working set made resident, as
- * the original's data was by then). Anything unusable leaves the compute core-bound. */
+ * the original's data was by then). The trace prices a byte by its memory probe; the
+ * skeleton's long passes through a larger set cost more per byte (stream.h), so its bytes are
+ * priced at that times the ratio measured here, every rank of the job measuring at once as their
+ * memory phases stream at once. Anything unusable leaves the compute core-bound. Collective
+ * when the skeleton has a memory part: each rank enters the measurement's barrier once. */
+static double stream_ratio = 0.0, memory_probe_seconds = 0.0;
+
 static void setup_memory(void)
 {
     if (config.memory == NULL)
         return;
     const double *m = config.memory[pskel_rank];
     const double share = m[0], bytes = m[1], unit_ns = m[2], byte_ns = m[3];
-    if (!(share > 0.0 && share < 1.0 && bytes >= 4096.0 && unit_ns > 0.0 && byte_ns > 0.0))
-        return;
-    if (pskel_stream_setup((size_t)bytes) != 0) {
+    const int usable = share > 0.0 && share < 1.0 && bytes >= 4096.0 && unit_ns > 0.0 &&
+                       byte_ns > 0.0;
+    if (usable && pskel_stream_setup((size_t)bytes) != 0)
         fprintf(stderr, "pskel-skeleton: rank %d: cannot allocate its working set (%.0f MB); "
                         "its compute stays core-bound\n", pskel_rank, bytes / 1e6);
+    const double start = now();
+    const double ratio = pskel_stream_probe_ratio(barrier, NULL);  /* -1 without a set */
+    memory_probe_seconds = now() - start;
+    if (ratio < 0.0)
         return;
-    }
+    /* Outside [0.5, 2] the measurement met something other than memory: the trace's price. */
+    stream_ratio = ratio >= 0.5 && ratio <= 2.0 ? ratio : 1.0;
     memory_share = share;
-    bytes_per_unit = unit_ns * share / byte_ns;
+    bytes_per_unit = unit_ns * share / (byte_ns * stream_ratio);
 }
 
 void pskel_compute_outside(double units)
@@ -455,7 +472,7 @@ void pskel_begin(int *argc, char ***argv, const struct pskel_config *c)
             work_sink = pskel_work(64);
     }
     PMPI_Barrier(MPI_COMM_WORLD);
-    warmup = now() - warm_start;
+    warmup = now() - warm_start + memory_probe_seconds;
     const char *calibrate = getenv("PSKEL_CALIBRATE");
     if (calibrate && *calibrate && *calibrate != '0') {
         const double ns = pskel_work_calibrate(0.001);
@@ -470,26 +487,33 @@ int pskel_end(void)
     pskel_section(1.0);
     const double elapsed = t_mark - t_begin;
     const long left = finish_leftovers();
-    double mine[5] = {elapsed, scaled_raw, weighted, (double)errors, (double)left};
-    double *all = pskel_rank == 0 ? allocate(5L * pskel_size * (long)sizeof(double)) : NULL;
-    PMPI_Gather(mine, 5, MPI_DOUBLE, all, 5, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    enum { kFigures = 6 };
+    double mine[kFigures] = {elapsed, scaled_raw, weighted, (double)errors, (double)left,
+                             stream_ratio};
+    double *all =
+        pskel_rank == 0 ? allocate(kFigures * (long)pskel_size * (long)sizeof(double)) : NULL;
+    PMPI_Gather(mine, kFigures, MPI_DOUBLE, all, kFigures, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     if (pskel_rank == 0) {
         int slowest = 0, critical = 0;
         long total_errors = 0, total_left = 0;
+        double ratio = 0.0;  /* the largest rank's: the one whose streaming it lengthens most */
         for (int r = 0; r < pskel_size; ++r) {
-            if (all[5 * r] > all[5 * slowest])
+            const double *f = all + kFigures * r;
+            if (f[0] > all[kFigures * slowest])
                 slowest = r;
-            if (all[5 * r + 2] > all[5 * critical + 2])
+            if (f[2] > all[kFigures * critical + 2])
                 critical = r;
-            total_errors += (long)all[5 * r + 3];
-            total_left += (long)all[5 * r + 4];
+            total_errors += (long)f[3];
+            total_left += (long)f[4];
+            if (f[5] > ratio)
+                ratio = f[5];
         }
+        const double *s = all + kFigures * slowest;
         printf("pskel-skeleton: ranks=%d scale=%.6g skeleton_seconds=%.6f scaled_seconds=%.6f "
                "unscaled_seconds=%.6f predicted_seconds=%.6f critical_rank=%d errors=%ld "
-               "leftover_requests=%ld warmup_seconds=%.6f\n",
-               pskel_size, config.scale, all[5 * slowest], all[5 * slowest + 1],
-               all[5 * slowest] - all[5 * slowest + 1], all[5 * critical + 2], critical,
-               total_errors, total_left, warmup);
+               "leftover_requests=%ld warmup_seconds=%.6f stream_ratio=%.3f\n",
+               pskel_size, config.scale, s[0], s[1], s[0] - s[1],
+               all[kFigures * critical + 2], critical, total_errors, total_left, warmup, ratio);
         fflush(stdout);
         free(all);
     }

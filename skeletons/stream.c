@@ -113,3 +113,43 @@ double pskel_stream_calibrate(size_t bytes, void (*ready)(void *arg), void *arg)
   qsort(runs, kPasses, sizeof *runs, by_value);
   return runs[kPasses / 2];
 }
+
+/* The calling thread's CPU time: a pass of a few ms on a shared core is often preempted, a
+ * 0.1 ms burst seldom, and the wait for a core is no price of memory. */
+static double thread_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+double pskel_stream_probe_ratio(void (*ready)(void *arg), void *arg) {
+  enum { kRounds = 16 };
+  const size_t probe_bytes = PSKEL_STREAM_PROBE_SET_BYTES;
+  double *probe = set != NULL ? map(probe_bytes) : NULL;
+  static volatile double sink;
+  if (probe != NULL) sink = sweep(probe, 0, probe_bytes / sizeof *probe); /* resident */
+  if (ready != NULL) ready(arg);
+  if (probe == NULL) return -1.0;
+  /* A pass as long as a skeleton's gap streams in a memory-bound program (spmv: ~100 MB), at
+   * least past the last-level caches of today's nodes. */
+  const uint64_t pass = set_bytes < ((uint64_t)32 << 20) ? set_bytes : ((uint64_t)32 << 20);
+  const size_t burst = PSKEL_STREAM_PROBE_BYTES / sizeof *probe;
+  const size_t probe_n = probe_bytes / sizeof *probe;
+  double passes[kRounds], bursts[kRounds];
+  size_t at = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    const double t0 = thread_seconds();
+    sink = pskel_stream(pass);
+    const double t1 = thread_seconds();
+    sink = sweep(probe, at, at + burst);
+    bursts[round] = (thread_seconds() - t1) / (double)PSKEL_STREAM_PROBE_BYTES;
+    passes[round] = (t1 - t0) / (double)pass;
+    at = (at + burst) % probe_n;
+  }
+  (void)sink;
+  munmap(probe, probe_bytes);
+  qsort(passes, kRounds, sizeof *passes, by_value);
+  qsort(bursts, kRounds, sizeof *bursts, by_value);
+  const double pass_price = passes[kRounds / 2], probe_price = bursts[kRounds / 2];
+  return pass_price > 0.0 && probe_price > 0.0 ? pass_price / probe_price : -1.0;
+}

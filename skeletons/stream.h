@@ -14,6 +14,12 @@
 extern "C" {
 #endif
 
+/* The tracer's memory probe (core/tracer/sampler.h): PSKEL_STREAM_PROBE_BYTES streamed through
+ * a set of PSKEL_STREAM_PROBE_SET_BYTES of its own at each resource sample. Here, so that the
+ * skeleton measures its own streaming against the same probe (pskel_stream_probe_ratio). */
+#define PSKEL_STREAM_PROBE_SET_BYTES ((size_t)16 << 20)
+#define PSKEL_STREAM_PROBE_BYTES ((uint64_t)2 << 20)
+
 /* Makes the working set `bytes` long (rounded down to whole cache lines, at least one page)
  * and touches every page of it. Returns 0, or -1 if it cannot be allocated (streaming then does
  * nothing). A second call replaces the first. */
@@ -29,6 +35,18 @@ double pskel_stream(uint64_t bytes);
  * did (two ranks of this VM streaming together each take ~1.5x what one alone takes; probes
  * that start a few ms apart overlap by chance). */
 double pskel_stream_calibrate(size_t bytes, void (*ready)(void *arg), void *arg);
+/* What a byte of pskel_stream costs in the working set, streamed the way a skeleton streams
+ * (passes of tens of MB, continuing where the last stopped), over what a byte costs the
+ * tracer's memory probe (PSKEL_STREAM_PROBE_BYTES through a PSKEL_STREAM_PROBE_SET_BYTES set
+ * of its own, the working set streamed in between as the program's data was): both measured
+ * here and now, in turns, the medians of both, in the thread's CPU time (a preempted pass is
+ * no price of memory).
+ * A skeleton's bytes come from the probe's price where the trace was taken; they cost this
+ * ratio more (a larger set: more page walks, their tables out of the caches; long passes of
+ * every rank at once) and its compute would run that much long (spmv's K = 1 skeleton: +20 %).
+ * About 0.5 GB streamed. `ready` as in pskel_stream_calibrate (called once in every case).
+ * Returns -1 without a working set (pskel_stream_setup) or memory for the probe's set. */
+double pskel_stream_probe_ratio(void (*ready)(void *arg), void *arg);
 /* Frees the working set. */
 void pskel_stream_release(void);
 

@@ -50,6 +50,7 @@ struct Run {
   double wall = 0, skeleton = 0, scaled = 0, unscaled = 0, weighted = 0, warmup = 0;
   double startup = 0;    // what the skeleton did not account: launcher, MPI_Init, MPI_Finalize
   double predicted = 0;  // weighted + startup
+  double stream_ratio = 0;  // the memory part's streaming against the probe (skeletons/stream.h)
   long errors = 0;
 };
 
@@ -71,6 +72,7 @@ bool parse_line(const std::string& out, Run& run) {
     else if (key == "predicted_seconds") run.weighted = value, ++found;
     else if (key == "errors") run.errors = static_cast<long>(value);
     else if (key == "warmup_seconds") run.warmup = value;
+    else if (key == "stream_ratio") run.stream_ratio = value;
   }
   return found == 2;
 }
@@ -218,6 +220,7 @@ int run_predict(const PredictOptions& opt) {
                            {"unscaled_seconds", r.unscaled},
                            {"weighted_seconds", r.weighted},
                            {"warmup_seconds", r.warmup},
+                           {"stream_ratio", r.stream_ratio},
                            {"predicted_seconds", r.predicted}});
     nlohmann::json out = {
         {"skeleton_seconds", median(walls)},
@@ -257,8 +260,9 @@ Subcommand add_predict_command(CLI::App& app) {
       "runs), so that a short skeleton, whose errors are multiplied by the scale, is measured\n"
       "several times.\n"
       "--json keys: skeleton_seconds (wall time of a skeleton run), scale, predicted_seconds,\n"
-      "predicted_elapsed_seconds, startup_seconds, repeat (runs made), runs, note (empty, or why\n"
-      "the figure may be off).",
+      "predicted_elapsed_seconds, startup_seconds, repeat (runs made), runs (per run; its\n"
+      "stream_ratio: what the memory part's streaming cost against the tracer's memory probe,\n"
+      "0 without one), note (empty, or why the figure may be off).",
       kMaxAutoRuns));
   cmd->add_option("OUT", opt->out, "Directory written by `pskel skeleton`")->required();
   cmd->add_option("--launcher", opt->launcher, "Launcher command, e.g. \"mpiexec -n 4\" or \"srun\"")

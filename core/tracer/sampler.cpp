@@ -18,6 +18,10 @@
 #include "work.h"
 
 namespace pskel::tracer {
+
+static_assert(kMemoryProbeSetBytes == PSKEL_STREAM_PROBE_SET_BYTES &&
+                  kMemoryProbeBytes == PSKEL_STREAM_PROBE_BYTES,
+              "a skeleton measures its streaming against the tracer's memory probe (stream.h)");
 namespace {
 
 constexpr int kMaxIntervalMs = 3600 * 1000;

@@ -35,6 +35,8 @@ inline constexpr size_t kMinProbes = 10;
 // only 8 samples later, so a program whose data outgrows the last-level cache has evicted it by
 // then; a program under kMemoryProbeMinRssBytes gets no memory part in its skeleton
 // (skeleton/model.h, kMinFootprintBytes) and no memory probe.
+// The sizes are skeletons/stream.h's too (sampler.cpp checks), which a skeleton measures its
+// own streaming against.
 inline constexpr size_t kMemoryProbeSetBytes = size_t{16} << 20;
 inline constexpr uint64_t kMemoryProbeBytes = uint64_t{2} << 20;
 inline constexpr int64_t kMemoryProbeMinRssBytes = int64_t{32} << 20;

@@ -370,6 +370,7 @@ class BadInput(unittest.TestCase):
         self.assertEqual(pred["repeat"], 2)
         self.assertEqual(len(pred["runs"]), 2)
         self.assertGreater(pred["predicted_seconds"], 0)
+        self.assertEqual(pred["runs"][0]["stream_ratio"], 0)  # no memory part: nothing measured
 
     def test_predict_repeats_a_short_skeleton(self):
         # Without --repeat, runs until the skeleton's timed parts add up to --min-seconds, at
@@ -431,6 +432,8 @@ class MemoryHeavyProgram(unittest.TestCase):
             pred = json.loads(ok(pskel("predict", tmp / "skeleton", "--json", "--repeat", "1"),
                                  "pskel predict").stdout)
             self.assertEqual(pred["errors"], 0)
+            # the skeleton priced its own streaming against the probe's before its clock
+            self.assertTrue(0.5 <= pred["runs"][0]["stream_ratio"] <= 2, pred)
             ratio = pred["predicted_elapsed_seconds"] / desc["traced_seconds"]
             self.assertTrue(1 / 3 < ratio < 3, (pred, desc["traced_seconds"]))
 

@@ -42,3 +42,20 @@ TEST_CASE("stream calibration: ready is called once, also when nothing is measur
 
   CHECK(pskel_stream_calibrate(1 << 20, nullptr, nullptr) > 0.0);
 }
+
+TEST_CASE("stream probe ratio: ready is called once; -1 without a working set") {
+  int calls = 0;
+  pskel_stream_release();
+  CHECK(pskel_stream_probe_ratio(count_call, &calls) == -1.0);
+  CHECK(calls == 1);  // a rank without a memory part still meets the others in the barrier
+
+  calls = 0;
+  REQUIRE(pskel_stream_setup(size_t{8} << 20) == 0);
+  const double ratio = pskel_stream_probe_ratio(count_call, &calls);
+  CHECK(calls == 1);
+  // Both sides stream the same instructions through memory of one kind: a ratio far from 1
+  // would be a measurement of something else (100x: a pass or a burst not timed as streamed).
+  CHECK(ratio > 0.1);
+  CHECK(ratio < 10.0);
+  pskel_stream_release();
+}

@@ -51,8 +51,9 @@ void pskel_section(double factor)
 
 static volatile double work_sink;
 static double carry = 0.0;
-/* The memory part (config.memory): the share of each unit streamed, and the bytes that take. */
-static double memory_share = 0.0, bytes_per_unit = 0.0, byte_carry = 0.0;
+/* The memory part (config.memory): the share of each unit streamed, and the bytes that take;
+ * the ratio they were priced by (setup_memory), 0 without one. */
+static double memory_share = 0.0, bytes_per_unit = 0.0, byte_carry = 0.0, stream_ratio = 0.0;
 
 enum { kStreamGrain = 4096 };  /* bytes: smaller pieces are carried to the next call */
 
@@ -87,8 +88,6 @@ static void barrier(void *arg)
  * priced at that times the ratio measured here, every rank of the job measuring at once as their
  * memory phases stream at once. Anything unusable leaves the compute core-bound. Collective
  * when the skeleton has a memory part: each rank enters the measurement's barrier once. */
-static double stream_ratio = 0.0;
-
 static void setup_memory(void)
 {
     if (config.memory == NULL)

@@ -69,6 +69,7 @@
 // candidate of a rank that has that few left. So O(n·L) when ranks agree and O(m·n·L) at
 // worst.
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <cstdint>
 #include <utility>
@@ -115,12 +116,45 @@ namespace {
 
 inline constexpr uint32_t kNone = UINT32_MAX;
 
+// Shape -> position, or candidate. A leader has a handful of shapes (function and
+// communicator), a step a handful of candidates: the first kInline are found by a scan,
+// without hashing (the look-ups, per group and candidate at every step, were the alignment's
+// most frequent), the rest through a StampedMap. Not thread-safe.
+class ShapeMap {
+ public:
+  uint32_t* find(uint32_t shape) {
+    for (uint32_t i = 0; i < inline_size_; ++i)
+      if (shapes_[i] == shape) return &values_[i];
+    return inline_size_ < kInline ? nullptr : overflow_.find(shape);
+  }
+  // REQUIRES: find(shape) == nullptr.
+  void add(uint32_t shape, uint32_t value) {
+    if (inline_size_ < kInline) {
+      shapes_[inline_size_] = shape;
+      values_[inline_size_++] = value;
+    } else {
+      overflow_.set(shape, value);
+    }
+  }
+  void clear() {
+    inline_size_ = 0;
+    overflow_.clear();
+  }
+
+ private:
+  static constexpr uint32_t kInline = 8;
+  uint32_t inline_size_ = 0;
+  std::array<uint32_t, kInline> shapes_{}, values_{};
+  StampedMap overflow_;
+};
+
 class Aligner {
  public:
   Aligner(const std::vector<RankView>& views, int lookahead, MergedTrace& out,
           MergeStats& stats, SymbolInterner& symbols)
       : views_(views), lookahead_(static_cast<size_t>(lookahead)), out_(out), stats_(stats),
-        symbols_(symbols), ranks_(views.size()), candidate_of_(views.size(), 0) {}
+        symbols_(symbols), ranks_(views.size()), now_(views.size()),
+        candidate_of_(views.size(), 0) {}
 
   void run() {
     size_t longest = 0, total = 0;
@@ -131,6 +165,8 @@ class Aligner {
       if (v.group != v.rank) continue;  // a member moves with its group's leader
       index_occurrences(v);
       if (v.order.empty()) continue;
+      now_[static_cast<size_t>(v.rank)].weight = static_cast<uint32_t>(v.members.size());
+      refresh(v.rank);
       active_.push_back(v.rank);
       active_weight_ += weight(v.rank);
     }
@@ -191,7 +227,7 @@ class Aligner {
     size_t pos = 0;                  // current call: the first one not taken
     std::vector<uint32_t> next_same; // per position: the next one with the same shape
     std::vector<char> taken;         // per position: pulled into an earlier event
-    StampedMap next_of;              // shape -> its first occurrence not before pos (lazily)
+    ShapeMap next_of;                // shape -> its first occurrence not before pos (lazily)
     size_t taken_ahead = 0;          // positions after pos that are taken
     uint32_t pull_at = kNone;        // position to pull into the event being emitted
     bool held = false;               // at the shape being emitted, but held back (hold_strays)
@@ -200,15 +236,37 @@ class Aligner {
     std::vector<const uint32_t*> member_orders;
   };
 
+  // What a step's loops over the groups read of an unfinished leader, in one array by rank:
+  // 24 bytes a group instead of its view and its cursor, three dependent loads a read, in
+  // every loop of every step (LU-like traces mismatch at every step). Kept by refresh().
+  struct Now {
+    uint32_t shape = 0;   // of the current call
+    uint32_t weight = 0;  // the ranks the leader stands for
+    uint64_t peers = 0;   // of the current call
+    size_t left = 0;      // calls left: not before the current one, not pulled
+  };
+
   const RankView& view(int32_t r) const { return views_[static_cast<size_t>(r)]; }
   Cursor& cursor(int32_t r) { return ranks_[static_cast<size_t>(r)]; }
   size_t pos(int32_t r) { return cursor(r).pos; }
+  const Now& now(int32_t r) const { return now_[static_cast<size_t>(r)]; }
   // The ranks a leader stands for: what it counts for in holders, pulls and majorities.
-  uint32_t weight(int32_t r) const { return static_cast<uint32_t>(view(r).members.size()); }
-  uint32_t current(int32_t r) { return view(r).shape[pos(r)]; }
-  uint64_t peers(int32_t r) { return view(r).peers[pos(r)]; }
+  uint32_t weight(int32_t r) const { return now(r).weight; }
+  uint32_t current(int32_t r) const { return now(r).shape; }
+  uint64_t peers(int32_t r) const { return now(r).peers; }
   // Calls rank r has left: not before its current one, not pulled.
-  size_t left(int32_t r) { return view(r).shape.size() - pos(r) - cursor(r).taken_ahead; }
+  size_t left(int32_t r) const { return now(r).left; }
+  // After leader r's position or pulled calls changed.
+  void refresh(int32_t r) {
+    const Cursor& c = cursor(r);
+    const RankView& v = view(r);
+    Now& n = now_[static_cast<size_t>(r)];
+    n.left = v.shape.size() - c.pos - c.taken_ahead;
+    if (c.pos < v.shape.size()) {
+      n.shape = v.shape[c.pos];
+      n.peers = v.peers[c.pos];
+    }
+  }
 
   // Chains each position of leader v to the next one of the same shape, and each shape to its
   // first position: O(calls) once, so that a look-ahead for a shape costs O(1) amortised. And
@@ -220,8 +278,12 @@ class Aligner {
     c.next_same.assign(n, kNone);
     c.taken.assign(n, 0);
     for (size_t i = n; i-- > 0;) {
-      if (const uint32_t* later = c.next_of.find(v.shape[i])) c.next_same[i] = *later;
-      c.next_of.set(v.shape[i], static_cast<uint32_t>(i));
+      if (uint32_t* later = c.next_of.find(v.shape[i])) {
+        c.next_same[i] = *later;
+        *later = static_cast<uint32_t>(i);
+      } else {
+        c.next_of.add(v.shape[i], static_cast<uint32_t>(i));
+      }
     }
   }
 
@@ -254,11 +316,13 @@ class Aligner {
         ++c.taken_ahead;
         c.pull_at = kNone;
         stats_.pulled += weight(r);
-      } else if (v.shape[c.pos] == shape) {
+        refresh(r);
+      } else if (current(r) == shape) {
         add_parts(r, c.pos);
         ++groups;
         for (++c.pos; c.pos < c.taken.size() && c.taken[c.pos]; ++c.pos) --c.taken_ahead;
         finished = finished || c.pos == v.order.size();
+        refresh(r);
       }
     }
     e.part_count = static_cast<uint32_t>(out_.parts.size()) - e.first_part;
@@ -408,7 +472,7 @@ class Aligner {
       const uint32_t* known = index_.find(s);
       const uint32_t c = known ? *known : static_cast<uint32_t>(candidates_.size());
       if (!known) {
-        index_.set(s, c);
+        index_.add(s, c);
         candidates_.push_back({s, is_collective(static_cast<uint16_t>(s >> 16)), false, 0, 0, 0,
                                0, r, -1, false, false});
       }
@@ -557,6 +621,7 @@ class Aligner {
   SymbolInterner& symbols_;
   size_t handed_ = 0, handed_parts_ = 0;  // events and parts handed to symbols_
   std::vector<Cursor> ranks_;          // per rank
+  std::vector<Now> now_;               // per rank: a leader's current call (refresh())
   std::vector<int32_t> active_;        // unfinished groups' leaders, ascending
   size_t active_weight_ = 0;           // ranks they stand for
   std::vector<uint32_t> slot_;         // per rank: a part's record, or kNone (order_by_rank)
@@ -569,7 +634,7 @@ class Aligner {
   std::vector<int64_t> completes_;     // requests the call can_pull() checks completes
   int32_t ref_ = 0;                    // the rank with the most calls left (choose()): on a
                                        // tie the previous reference, else the lowest rank
-  StampedMap index_;                   // shape -> candidate (scratch of choose())
+  ShapeMap index_;                     // shape -> candidate (scratch of choose())
 };
 
 }  // namespace

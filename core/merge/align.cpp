@@ -545,7 +545,7 @@ class Aligner {
     if (cand.awaited == 0 || distance < cand.awaited) cand.awaited = distance;
     if (r == ref_) cand.in_ref = 2;
     if (v.round[at] == v.round[here] &&
-        v.peers[at] == view(cand.first_holder).peers[pos(cand.first_holder)] &&
+        v.peers[at] == peers(cand.first_holder) &&
         can_pull(r, here, at, ci)) {
       cand.pulls += weight(r);
       found_.push_back({r, ci, at});

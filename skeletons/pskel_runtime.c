@@ -96,7 +96,7 @@ static void setup_memory(void)
     const double share = m[0], bytes = m[1], unit_ns = m[2], byte_ns = m[3];
     const int usable = share > 0.0 && share < 1.0 && bytes >= 4096.0 && unit_ns > 0.0 &&
                        byte_ns > 0.0;
-    if (usable && pskel_stream_setup((size_t)bytes) != 0)
+    if (usable && pskel_stream_setup((size_t)bytes, config.stream_kind) != 0)
         fprintf(stderr, "pskel-skeleton: rank %d: cannot allocate its working set (%.0f MB); "
                         "its compute stays core-bound\n", pskel_rank, bytes / 1e6);
     const double ratio = pskel_stream_probe_ratio(barrier, NULL);  /* -1 without a set */

@@ -53,6 +53,7 @@ struct pskel_config {
     /* The memory-bound part of compute (stream.h), per world rank: {share of each gap streamed,
      * working set bytes, traced ns per work unit, traced ns per streamed byte}; NULL: none. */
     const double (*memory)[4];
+    enum pskel_stream_kind stream_kind; /* how the trace's probes streamed the bytes they priced */
 };
 
 extern int pskel_rank, pskel_size;

@@ -10,6 +10,7 @@ enum { kLine = 64, kPage = 4096, kPasses = 5 };
 static double *set = NULL;   /* the working set: mmap'd, so that freeing returns it */
 static size_t set_bytes = 0;
 static size_t position = 0;  /* in doubles */
+static enum pskel_stream_kind set_kind = PSKEL_STREAM_READ;
 
 static void *map(size_t bytes) {
   void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -22,14 +23,20 @@ static size_t whole_lines(size_t bytes) {
   return bytes < kPage ? kPage : bytes;
 }
 
-int pskel_stream_setup(size_t bytes) {
+/* A write to every page: resident, and each its own (a page never written reads as the kernel's
+ * one zero page, always in the caches). */
+static void touch(double *data, size_t n) {
+  for (size_t i = 0; i < n; i += kPage / sizeof *data) data[i] = 1.0;
+}
+
+int pskel_stream_setup(size_t bytes, enum pskel_stream_kind kind) {
   pskel_stream_release();
   bytes = whole_lines(bytes);
   set = map(bytes);
   if (set == NULL) return -1;
   set_bytes = bytes;
-  const size_t n = bytes / sizeof *set;
-  for (size_t i = 0; i < n; i += kPage / sizeof *set) set[i] = 1.0;  /* every page resident */
+  set_kind = kind;
+  touch(set, bytes / sizeof *set);
   position = 0;
   return 0;
 }
@@ -39,6 +46,7 @@ void pskel_stream_release(void) {
   set = NULL;
   set_bytes = 0;
   position = 0;
+  set_kind = PSKEL_STREAM_READ;
 }
 
 /* Two doubles at a time, in a vector type: the tracer's probe (built by meson, -O3 in a release
@@ -48,11 +56,27 @@ void pskel_stream_release(void) {
  * per byte, and spmv's K = 1 skeleton ran 30-50 % long. Unaligned and aliasing doubles. */
 typedef double pair __attribute__((vector_size(16), aligned(8), may_alias));
 
-/* One pass over set[from, to): a read and a write of every element and two flops, no chain
- * between elements (a running sum would bound it by the adder's latency, not by memory): bound
- * by memory bandwidth once the set is larger than the caches. The stores keep it from being
- * dropped. */
-static double sweep(double *data, size_t from, size_t to) {
+/* One pass over data[from, to) that reads every element: four independent sums (one would be
+ * bound by the adder's latency, not by memory), bound by memory bandwidth once the set is larger
+ * than the caches. Returning the sum keeps it from being dropped. */
+static double sweep_read(const double *data, size_t from, size_t to) {
+  pair s0 = {0, 0}, s1 = {0, 0}, s2 = {0, 0}, s3 = {0, 0};
+  size_t i = from;
+  for (; i + 8 <= to; i += 8) {
+    s0 += *(const pair *)(data + i);
+    s1 += *(const pair *)(data + i + 2);
+    s2 += *(const pair *)(data + i + 4);
+    s3 += *(const pair *)(data + i + 6);
+  }
+  double sum = 0.0;
+  for (; i < to; ++i) sum += data[i];
+  const pair t = (s0 + s1) + (s2 + s3);
+  return sum + t[0] + t[1];
+}
+
+/* One pass that reads and writes back every element (two flops each, no chain between them);
+ * returns the last value written. */
+static double sweep_read_write(double *data, size_t from, size_t to) {
   const pair half = {0.5, 0.5}, one = {1.0, 1.0};
   size_t i = from;
   for (; i + 2 <= to; i += 2) {
@@ -63,6 +87,11 @@ static double sweep(double *data, size_t from, size_t to) {
   return to > from ? data[to - 1] : 0.0;
 }
 
+static double sweep(double *data, size_t from, size_t to, enum pskel_stream_kind kind) {
+  return kind == PSKEL_STREAM_READ_WRITE ? sweep_read_write(data, from, to)
+                                         : sweep_read(data, from, to);
+}
+
 double pskel_stream(uint64_t bytes) {
   if (set == NULL || bytes == 0) return 0.0;
   const size_t n = set_bytes / sizeof *set;
@@ -70,7 +99,7 @@ double pskel_stream(uint64_t bytes) {
   double sum = 0.0;
   while (left > 0) {
     const size_t chunk = left < n - position ? (size_t)left : n - position;
-    sum += sweep(set, position, position + chunk);
+    sum += sweep(set, position, position + chunk, set_kind);
     position = (position + chunk) % n;
     left -= chunk;
   }
@@ -88,7 +117,8 @@ static int by_value(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-double pskel_stream_calibrate(size_t bytes, void (*ready)(void *arg), void *arg) {
+double pskel_stream_calibrate(size_t bytes, enum pskel_stream_kind kind,
+                              void (*ready)(void *arg), void *arg) {
   /* Its own buffer, not the working set: the tracer's sampler has released its set by the time
    * it calibrates, and a skeleton never calibrates. */
   double *data = NULL;
@@ -99,13 +129,16 @@ double pskel_stream_calibrate(size_t bytes, void (*ready)(void *arg), void *arg)
     n = data != NULL ? bytes / sizeof *data : 0;
   }
   static volatile double sink;
-  if (data != NULL) sink = sweep(data, 0, n); /* pages resident, caches and TLB as in a long run */
-  if (ready != NULL) ready(arg);              /* in every case: others may wait in it */
+  if (data != NULL) {  /* pages resident, caches and TLB as in a long run */
+    touch(data, n);
+    sink = sweep(data, 0, n, kind);
+  }
+  if (ready != NULL) ready(arg);  /* in every case: others may wait in it */
   if (data == NULL) return -1.0;
   double runs[kPasses];
   for (int pass = 0; pass < kPasses; ++pass) {
     const double t0 = now_seconds();
-    sink = sweep(data, 0, n);
+    sink = sweep(data, 0, n, kind);
     runs[pass] = (now_seconds() - t0) * 1e9 / (double)bytes;
   }
   (void)sink;
@@ -127,7 +160,10 @@ double pskel_stream_probe_ratio(void (*ready)(void *arg), void *arg) {
   const size_t probe_bytes = PSKEL_STREAM_PROBE_SET_BYTES;
   double *probe = set != NULL ? map(probe_bytes) : NULL;
   static volatile double sink;
-  if (probe != NULL) sink = sweep(probe, 0, probe_bytes / sizeof *probe); /* resident */
+  if (probe != NULL) {  /* resident */
+    touch(probe, probe_bytes / sizeof *probe);
+    sink = sweep(probe, 0, probe_bytes / sizeof *probe, set_kind);
+  }
   if (ready != NULL) ready(arg);
   if (probe == NULL) return -1.0;
   /* A pass as long as a skeleton's gap streams in a memory-bound program (spmv: ~100 MB), at
@@ -141,7 +177,7 @@ double pskel_stream_probe_ratio(void (*ready)(void *arg), void *arg) {
     const double t0 = thread_seconds();
     sink = pskel_stream(pass);
     const double t1 = thread_seconds();
-    sink = sweep(probe, at, at + burst);
+    sink = sweep(probe, at, at + burst, set_kind);
     bursts[round] = (thread_seconds() - t1) / (double)PSKEL_STREAM_PROBE_BYTES;
     passes[round] = (t1 - t0) / (double)pass;
     at = (at + burst) % probe_n;

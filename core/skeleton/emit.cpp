@@ -1336,7 +1336,12 @@ class Emitter {
     out += fmt::format("        .events = {},\n", std::max<size_t>(1, a_.events.size()));
     out += fmt::format("        .comms = {},\n", std::max<size_t>(2, a_.comms.size()));
     out += fmt::format("        .max_requests = {},\n", std::max<int64_t>(1, max_requests_));
-    if (memory_.any()) out += "        .memory = pskel_memory,\n";
+    if (memory_.any()) {
+      out += "        .memory = pskel_memory,\n";
+      out += fmt::format("        .stream_kind = {},\n", memory_.stream_reads_only
+                                                             ? "PSKEL_STREAM_READ"
+                                                             : "PSKEL_STREAM_READ_WRITE");
+    }
     out += "    };\n";
     out += "    pskel_begin(&argc, &argv, &config);\n";
     out += "    const int rank = pskel_rank, size = pskel_size;\n";
@@ -1486,7 +1491,8 @@ Result<Skeleton> generate_from(const trace::TraceSet& trace, const looptree::Loo
       {"memory", {{"footprint_bytes", emitter.memory().footprint_bytes},
                   {"stream_ns_per_byte", emitter.memory().ns_per_byte},
                   {"share", emitter.memory().share},
-                  {"working_set_bytes", emitter.memory().working_set_bytes}}},
+                  {"working_set_bytes", emitter.memory().working_set_bytes},
+                  {"stream_kind", emitter.memory().stream_reads_only ? "read" : "read_write"}}},
       {"gaps", options.typical_gaps ? "typical" : "mean"},
       {"events", a.events.size()},
   };

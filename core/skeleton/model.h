@@ -189,6 +189,9 @@ struct MemoryPlan {
   std::vector<double> ns_per_byte;       // per rank, the trace's stream calibration (0: none)
   std::vector<double> share;             // per rank, 0: core-bound only
   std::vector<double> working_set_bytes; // per rank
+  // How the trace's probes streamed the bytes they priced, and so how the skeleton streams them:
+  // meta.json's stream_kind, "read_write" in traces before it.
+  bool stream_reads_only = false;
   bool any() const;
 };
 MemoryPlan plan_memory(const tr::TraceSet& trace, const lt::LoopTree& tree, const Analysis& a);

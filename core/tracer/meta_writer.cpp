@@ -137,6 +137,7 @@ bool write_meta(const MetaInfo& info) {
     j << ",\n  \"stream_ns_per_byte_in_run\": ";
     numbers(info.stream_ns_per_byte_in_run);
   }
+  if (!info.stream_kind.empty()) j << ",\n  \"stream_kind\": " << quoted(info.stream_kind);
   if (!info.finalize_write_ns.empty()) {
     j << ",\n  \"finalize_write_ns\": ";
     numbers(info.finalize_write_ns);

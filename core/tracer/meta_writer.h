@@ -20,6 +20,7 @@ struct MetaInfo {
   std::vector<double> work_ns_per_unit_in_run;       // per rank, from the probes (-1: too few)
   std::vector<double> stream_ns_per_byte;  // per rank, measured in MPI_Finalize (skeletons/stream.h)
   std::vector<double> stream_ns_per_byte_in_run;  // per rank, from the memory probes (-1: too few)
+  std::string stream_kind;                 // how those bytes streamed: "read" (stream.h)
   std::vector<double> finalize_write_ns;   // per rank: its files' last writes and closes
   int64_t start_realtime_ns = 0;
   int64_t end_realtime_ns = 0;             // 0 until MPI_Finalize
@@ -36,8 +37,8 @@ std::string json_escape(const std::string& s);
 // Writes info.dir/meta.json. Returns false if it could not (the trace stays usable). Numbers
 // are written in the C locale, whatever the program's global locale; a calibration that is not
 // finite is written as null. work_ns_per_unit_at_finalize, work_ns_per_unit_in_run,
-// stream_ns_per_byte, stream_ns_per_byte_in_run and finalize_write_ns are written only when
-// they are not empty.
+// stream_ns_per_byte, stream_ns_per_byte_in_run, stream_kind and finalize_write_ns are written
+// only when they are not empty.
 bool write_meta(const MetaInfo& info);
 
 }  // namespace pskel::tracer

@@ -158,7 +158,7 @@ int64_t Sampler::probe_memory_now() {
   int64_t setup_ns = 0;
   if (!memory_set_ready_) {
     const int64_t start = clock_ns(CLOCK_MONOTONIC);
-    if (pskel_stream_setup(kMemoryProbeSetBytes) != 0) {
+    if (pskel_stream_setup(kMemoryProbeSetBytes, PSKEL_STREAM_READ) != 0) {
       memory_probes_on_ = false;  // no memory for it: the MPI_Finalize measurement remains
       return -1;
     }

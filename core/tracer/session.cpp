@@ -397,10 +397,11 @@ void end_session() {
   // Every rank enters the barrier, whatever its PSKEL_STREAM_PROBE_MB or its memory says.
   const auto barrier = [](void*) { PMPI_Barrier(MPI_COMM_WORLD); };
   const double ns_per_byte =
-      pskel_stream_calibrate(stream_probe_bytes_from_env(), barrier, nullptr);
+      pskel_stream_calibrate(stream_probe_bytes_from_env(), PSKEL_STREAM_READ, barrier, nullptr);
   s->meta.stream_ns_per_byte.resize(static_cast<size_t>(s->size));
   PMPI_Gather(&ns_per_byte, 1, MPI_DOUBLE, s->meta.stream_ns_per_byte.data(), 1, MPI_DOUBLE, 0,
               MPI_COMM_WORLD);
+  s->meta.stream_kind = "read";  // PSKEL_STREAM_READ, as the sampler's probes stream too
   s->meta.stream_ns_per_byte_in_run.resize(static_cast<size_t>(s->size));
   PMPI_Gather(&ns_per_byte_in_run, 1, MPI_DOUBLE, s->meta.stream_ns_per_byte_in_run.data(), 1,
               MPI_DOUBLE, 0, MPI_COMM_WORLD);

@@ -415,8 +415,10 @@ class MemoryHeavyProgram(unittest.TestCase):
             self.assertEqual(len(meta["stream_ns_per_byte"]), 2)
             in_run = meta["stream_ns_per_byte_in_run"]
             self.assertEqual(len(in_run), 2)
+            self.assertEqual(meta["stream_kind"], "read")
             desc = build_skeleton(original, tmp / "skeleton", 1)
             memory = desc["memory"]
+            self.assertEqual(memory["stream_kind"], "read")
             for rank in range(2):
                 self.assertGreater(in_run[rank], 0, meta)
                 self.assertEqual(memory["stream_ns_per_byte"][rank], in_run[rank])
@@ -429,6 +431,7 @@ class MemoryHeavyProgram(unittest.TestCase):
                 self.assertEqual(memory["working_set_bytes"][rank], memory["footprint_bytes"][rank])
             source = pathlib.Path(desc["source"]).read_text()
             self.assertIn(".memory = pskel_memory,", source)
+            self.assertIn(".stream_kind = PSKEL_STREAM_READ,", source)
             pred = json.loads(ok(pskel("predict", tmp / "skeleton", "--json", "--repeat", "1"),
                                  "pskel predict").stdout)
             self.assertEqual(pred["errors"], 0)

@@ -264,6 +264,10 @@ TEST_CASE("write_meta writes the calibrations of MPI_Finalize, of the probes and
   REQUIRE(write_meta(m));
   CHECK(read_json(dir.file("meta.json"))["stream_ns_per_byte_in_run"] ==
         nlohmann::json::parse("[0.0625, -1, 0.5]"));
+  CHECK_FALSE(read_json(dir.file("meta.json")).contains("stream_kind"));
+  m.stream_kind = "read";
+  REQUIRE(write_meta(m));
+  CHECK(read_json(dir.file("meta.json"))["stream_kind"] == "read");
 }
 
 TEST_CASE("write_meta replaces an existing meta.json") {

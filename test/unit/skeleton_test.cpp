@@ -348,6 +348,21 @@ TEST_CASE("skeleton: a rank whose data outgrew the caches streams its share of e
   CHECK(!has(s.source, "pskel_memory"));
 }
 
+TEST_CASE("skeleton: a skeleton streams its bytes the way the trace's probes priced them") {
+  Built b = ring_with_footprints(int64_t{100} << 20, int64_t{20} << 20);
+  // A trace without stream_kind (before 2026-12-02) priced a byte read and written back.
+  sk::Skeleton s = generate(b);
+  CHECK(s.description["memory"]["stream_kind"] == "read_write");
+  CHECK(has(s.source, ".stream_kind = PSKEL_STREAM_READ_WRITE,"));
+  b.trace.meta["stream_kind"] = "read";
+  s = generate(b);
+  CHECK(s.description["memory"]["stream_kind"] == "read");
+  CHECK(has(s.source, ".stream_kind = PSKEL_STREAM_READ,"));
+  // The same share either way: the price already says what a byte of that kind costs.
+  CHECK(s.description["memory"]["share"][0].get<double>() ==
+        doctest::Approx((100 << 20) * 0.01 / kRingComputePerIterationNs));
+}
+
 TEST_CASE("skeleton: the run's memory probes price a byte before MPI_Finalize's single probe") {
   Built b = ring_with_footprints(int64_t{100} << 20, int64_t{100} << 20);
   // Rank 0 had enough probes in its run; rank 1 had too few (-1): it keeps the other value.

@@ -333,6 +333,24 @@ TEST_CASE("a meta.json calibration that is not an array of numbers is rejected, 
   }
 }
 
+TEST_CASE("meta.json's stream_kind is read or read_write, nothing else") {
+  TempDir dir;
+  write_two_rank_trace(dir);
+  const std::string meta = dir.file("meta.json");
+  const std::string head = std::string("{\"ranks\": 2, \"run_id\": \"") + kRunId + "\"";
+  for (const char* kind : {"\"read\"", "\"read_write\""}) {
+    CAPTURE(kind);
+    write_text(meta, head + ", \"stream_kind\": " + kind + "}");
+    const auto ok = tr::read_trace_dir(dir.path());
+    CHECK_MESSAGE(ok.ok(), ok.error().line());
+  }
+  for (const char* kind : {"\"write\"", "1"}) {
+    CAPTURE(kind);
+    write_text(meta, head + ", \"stream_kind\": " + kind + "}");
+    check_error(tr::read_trace_dir(dir.path()), meta, {"stream_kind", "\"read\" or \"read_write\""});
+  }
+}
+
 TEST_CASE("a nonexistent trace directory, a file, or a directory without meta.json is an error") {
   TempDir dir;
   const std::string nowhere = dir.file("nowhere");

@@ -37,20 +37,20 @@ int pskel_stream_setup(size_t bytes, enum pskel_stream_kind kind);
  * stopped and wrapping around. Returns a value that depends on the data (callers may ignore it). */
 double pskel_stream(uint64_t bytes);
 /* The ns one byte of pskel_stream takes now, streamed `kind` over a working set of `bytes` made
- * for the measurement and freed after it: the median of five passes; -1 if `bytes` is 0 or it cannot
- * allocate. `ready` (may be NULL) is called with `arg` once the set is resident, right before
- * the timed passes, and exactly once in every case, -1 included: a barrier there makes the
- * processes of a node measure at the same moment, sharing the bandwidth as their memory phases
- * did (two ranks of this VM streaming together each take ~1.5x what one alone takes; probes
- * that start a few ms apart overlap by chance). */
+ * for the measurement and freed after it: the median of five passes; -1 if `bytes` is 0 or it
+ * cannot allocate. `ready` (may be NULL) is called with `arg` once the set is resident, right
+ * before the timed passes, and exactly once in every case, -1 included: a barrier there makes
+ * the processes of a node measure at the same moment, sharing the bandwidth as their memory
+ * phases did (two ranks of this VM streaming together each take ~1.5x what one alone takes;
+ * probes that start a few ms apart overlap by chance). */
 double pskel_stream_calibrate(size_t bytes, enum pskel_stream_kind kind,
                               void (*ready)(void *arg), void *arg);
 /* What a byte of pskel_stream costs in the working set, streamed the way a skeleton streams
  * (passes of tens of MB, continuing where the last stopped), over what a byte costs the
- * tracer's memory probe, both streamed as the working set's kind (PSKEL_STREAM_PROBE_BYTES through a PSKEL_STREAM_PROBE_SET_BYTES set
- * of its own, the working set streamed in between as the program's data was): both measured
- * here and now, in turns, the medians of both, in the thread's CPU time (a preempted pass is
- * no price of memory).
+ * tracer's memory probe (PSKEL_STREAM_PROBE_BYTES through a PSKEL_STREAM_PROBE_SET_BYTES set
+ * of its own, the working set streamed in between as the program's data was), both of the
+ * working set's kind: both measured here and now, in turns, the medians of both, in the
+ * thread's CPU time (a preempted pass is no price of memory).
  * A skeleton's bytes come from the probe's price where the trace was taken; they cost this
  * ratio more (a larger set: more page walks, their tables out of the caches; long passes of
  * every rank at once) and its compute would run that much long (spmv's K = 1 skeleton: +20 %).

@@ -260,6 +260,30 @@ class LocalSlurm:
         raise RuntimeError(f"job {job_id} did not finish: {self.job(job_id)}\n{self.logs()}")
 
 
+def log_size(path):
+    """Where `path` ends now: the `since` of a later wait_for_log."""
+    path = pathlib.Path(path)
+    return path.stat().st_size if path.exists() else 0
+
+
+def wait_for_log(path, since, pattern, timeout=60):
+    """Waits until the regex `pattern` appears in `path` after byte `since`, and returns what was
+    written after it. What the plugin's loader thread does (it looks every 2 s) is known from its
+    log lines, not from a sleep: on a busy machine 2 s and a margin are not always enough."""
+    path = pathlib.Path(path)
+    end = time.time() + timeout
+    while True:
+        with open(path, "rb") as f:
+            f.seek(since)
+            text = f.read().decode(errors="replace")
+        if re.search(pattern, text):
+            return text
+        if time.time() >= end:
+            raise RuntimeError(f"{path}: no line matching {pattern!r} within {timeout} s; "
+                               f"after byte {since}:\n{text[-3000:]}")
+        time.sleep(0.2)
+
+
 def start_pskel_guard(slurm, pskel, conf, heartbeat):
     """`pskel guard` beside `slurm`, as etc/pskel-guard.service runs it on a controller. Returns
     its process once it has looked at the jobs (its `heartbeat` file is there) and
@@ -276,5 +300,5 @@ def start_pskel_guard(slurm, pskel, conf, heartbeat):
         guard.kill()
         guard.wait()
         raise RuntimeError(f"pskel guard wrote no heartbeat ({heartbeat}) within 30 s")
-    time.sleep(2.5)
+    time.sleep(4.5)  # the loader's next look (every 2 s), with room for a busy controller
     return guard

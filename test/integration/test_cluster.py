@@ -217,7 +217,7 @@ class VirtualCluster(unittest.TestCase):
         print(f"cluster: {name}: job {job} predicted {prediction['predicted_seconds']:.1f} s",
               file=sys.stderr)
 
-        time.sleep(3)  # job_submit notices the new export within 2 s
+        time.sleep(5)  # job_submit notices the new export within 2 s
         again = self.submit(script, "-N", "2", "-n", "4")
         expected = int(-(-(prediction["predicted_seconds"] * 1.2 + 60) // 60))
         self.assertIn(f"pskel: time limit set to {expected} min", again.stderr)
@@ -253,7 +253,7 @@ class VirtualCluster(unittest.TestCase):
                        "VALUES(?, 0, 2, 2, 'cluster', 4.5, 10, 45, ?)", (app, now))
         r = self.slurm(self.env_pskel(), "db", "export")
         self.assertEqual(r.returncode, 0, r.stderr)
-        time.sleep(3)
+        time.sleep(5)  # job_submit notices the new export within 2 s
         job, out, _ = self.submit("#!/bin/sh\nsleep 135\n", "--predict=guard-demo", "-N", "2", "-n", "2")
         shown = self.slurm("scontrol", "show", "job", job).stdout
         self.assertIn("TimeLimit=00:02:00", shown)

@@ -87,48 +87,65 @@ class CalibrationProbes(unittest.TestCase):
         # have their waits for a CPU taken out of the gaps: a run without samples has not, and
         # compared with it the test failed whenever another process shared the cores.
         app = APPS / "stencil.mpich"
-        traced = {}
-        cpu_wait = 0.0
+
+        def trace(tmp, interval):
+            out = pathlib.Path(tmp) / f"trace-{interval}"
+            shutil.rmtree(out, ignore_errors=True)
+            iterations = "50" if interval == "0" else "1200"
+            r = run([PSKEL, "run", "-o", out, "--", *launcher("mpich", 2), app, "-n", "32",
+                     "-i", iterations, "-w", "1400"],
+                    env=mpi_env({"PSKEL_SAMPLE_MS": interval}))
+            self.assertEqual(r.returncode, 0, r.stderr)
+            sim = run([PSKEL, "simulate", "--json", out])
+            self.assertEqual(sim.returncode, 0, sim.stderr)
+            meta = json.loads((out / "meta.json").read_text())
+            compute = json.loads(sim.stdout)["critical_path"]["compute_seconds"]
+            cpu_wait = 0.0
+            if interval != "0":
+                info = run([PSKEL, "info", "--json", out])
+                self.assertEqual(info.returncode, 0, info.stderr)
+                cpu_wait = max(json.loads(info.stdout)["cpu_wait_fraction"])
+            if interval == "5":  # each probe has its "p <t_ns> <ns>" line
+                lines = (out / "samples.0").read_text().splitlines()
+                probes = [l.split() for l in lines if l.startswith("p ")]
+                samples = [l for l in lines[1:] if l[0].isdigit()]
+                self.assertGreater(len(probes), 0.5 * len(samples), len(samples))
+                median_ns = statistics.median(int(ns) for _, _, ns in probes)
+                self.assertLess(abs(median_ns / 5e5 - 1), 0.5, median_ns)
+            return meta, compute, cpu_wait
+
+        def calibration_off(meta):
+            # A slow moment of the host only ever inflates a calibration, and one of 18 ms at
+            # MPI_Init can be 30 % high on a shared VM (what the probes are for): the probes are
+            # checked against the lower of the MPI_Init and MPI_Finalize measurements.
+            worst = 0.0
+            for at_init, at_finalize, in_run in zip(meta["work_ns_per_unit"],
+                                                    meta.get("work_ns_per_unit_at_finalize",
+                                                             [-1, -1]),
+                                                    meta["work_ns_per_unit_in_run"]):
+                undisturbed = min(at_init, at_finalize) if at_finalize > 0 else at_init
+                worst = max(worst, abs(in_run / undisturbed - 1))
+            return worst
+
         with tempfile.TemporaryDirectory() as tmp:
-            for interval in ("5", "100", "0"):
-                out = pathlib.Path(tmp) / f"trace-{interval}"
-                iterations = "50" if interval == "0" else "1200"
-                r = run([PSKEL, "run", "-o", out, "--", *launcher("mpich", 2), app, "-n", "32",
-                         "-i", iterations, "-w", "1400"],
-                        env=mpi_env({"PSKEL_SAMPLE_MS": interval}))
-                self.assertEqual(r.returncode, 0, r.stderr)
-                sim = run([PSKEL, "simulate", "--json", out])
-                self.assertEqual(sim.returncode, 0, sim.stderr)
-                traced[interval] = (json.loads((out / "meta.json").read_text()),
-                                    json.loads(sim.stdout)["critical_path"]["compute_seconds"])
-                if interval != "0":
-                    info = run([PSKEL, "info", "--json", out])
-                    self.assertEqual(info.returncode, 0, info.stderr)
-                    cpu_wait = max(cpu_wait, *json.loads(info.stdout)["cpu_wait_fraction"])
-                if interval == "5":  # each probe has its "p <t_ns> <ns>" line
-                    lines = (out / "samples.0").read_text().splitlines()
-                    probes = [l.split() for l in lines if l.startswith("p ")]
-                    samples = [l for l in lines[1:] if l[0].isdigit()]
-                    self.assertGreater(len(probes), 0.5 * len(samples), len(samples))
-                    median_ns = statistics.median(int(ns) for _, _, ns in probes)
-                    self.assertLess(abs(median_ns / 5e5 - 1), 0.5, median_ns)
-        meta, compute = traced["5"]
-        # A slow moment of the host only ever inflates a calibration, and one of 18 ms at
-        # MPI_Init can be 30 % high on a shared VM (what the probes are for): the probes are
-        # checked against the lower of the MPI_Init and MPI_Finalize measurements.
-        for at_init, at_finalize, in_run in zip(meta["work_ns_per_unit"],
-                                                meta.get("work_ns_per_unit_at_finalize",
-                                                         [-1, -1]),
-                                                meta["work_ns_per_unit_in_run"]):
-            undisturbed = min(at_init, at_finalize) if at_finalize > 0 else at_init
-            self.assertLess(abs(in_run / undisturbed - 1), 0.2, (at_init, at_finalize, in_run))
-        self.assertEqual(traced["0"][0]["work_ns_per_unit_in_run"], [-1, -1])  # no sampling
+            self.assertEqual(trace(tmp, "0")[0]["work_ns_per_unit_in_run"], [-1, -1])  # no sampling
+            # Two runs on this kind of VM can differ by more than the 5 % judged here (the host's
+            # steal, a sibling's load, none of which the run-queue delay sees): up to three pairs
+            # of runs, judged on the last, so that a slow moment costs a retry, not a failure,
+            # while probes left in the gaps (+10 %) fail all three.
+            for attempt in range(3):
+                meta, compute, wait_5 = trace(tmp, "5")
+                _, compute_100, wait_100 = trace(tmp, "100")
+                cpu_wait = max(wait_5, wait_100)
+                if calibration_off(meta) < 0.2 and abs(compute / compute_100 - 1) < 0.05:
+                    break
+        self.assertLess(calibration_off(meta), 0.2, meta)
         # Beside another busy process the probes are preempted too, and what they add to the
         # gaps cannot be told from the run's own slowdown (+7 % with two niced busy loops).
         if cpu_wait > 0.03:
             self.skipTest(f"the cores were busy while tracing (the ranks waited for a CPU "
                           f"{cpu_wait:.0%} of the run): the probes' share cannot be measured")
-        self.assertLess(abs(compute / traced["100"][1] - 1), 0.05, (compute, traced["100"][1]))
+        self.assertLess(abs(compute / compute_100 - 1), 0.05, (compute, compute_100, attempt + 1))
 
 
 class NodeFiles(unittest.TestCase):

@@ -48,17 +48,21 @@ class TracedAppsReportExactCalls(unittest.TestCase):
             self.assertTrue(info["complete"])
             self.assertGreater(info["wall_seconds"], 0)
             # Both calibrations, MPI_Init's and MPI_Finalize's, of every rank: the same kernel on
-            # the same node, within a factor of 4 even with more ranks than cores.
+            # the same node, within a factor of 4 (a unit's error would be 1000). With more ranks
+            # than cores a factor of 10: ranks share a core there, and one measured in a moment
+            # when another held it came out 4.8 times the other in a CI run.
+            bound = 4.0 if ranks <= (os.cpu_count() or 1) else 10.0
             meta = json.loads((tmp / "trace" / "meta.json").read_text())
             for key in ("work_ns_per_unit", "work_ns_per_unit_at_finalize"):
                 self.assertEqual(len(meta[key]), ranks, key)
             for at_init, at_end in zip(meta["work_ns_per_unit"], meta["work_ns_per_unit_at_finalize"]):
                 self.assertGreater(at_init, 0)
-                self.assertLess(max(at_init, at_end) / min(at_init, at_end), 4.0)
+                self.assertLess(max(at_init, at_end) / min(at_init, at_end), bound, meta)
             # The probes' value: -1 where a rank had fewer than 10 (a run under a second).
             self.assertEqual(len(meta["work_ns_per_unit_in_run"]), ranks)
             for at_init, in_run in zip(meta["work_ns_per_unit"], meta["work_ns_per_unit_in_run"]):
-                self.assertTrue(in_run == -1 or 0.25 < in_run / at_init < 4.0, (at_init, in_run))
+                self.assertTrue(in_run == -1 or 1 / bound < in_run / at_init < bound,
+                                (at_init, in_run))
 
 
 def add_app_tests():

@@ -44,6 +44,7 @@ class LocalSlurm:
     def __init__(self, plugin_dirs=(), plugstack_lines=(), job_submit=False, epilog_slurmctld=None,
                  extra_conf=(), max_time="30", env=None):
         self.tmp = pathlib.Path(tempfile.mkdtemp(prefix="pskel-slurm-"))
+        self.ctld_log = self.tmp / "log" / "slurmctld.log"
         os.chmod(self.tmp, 0o755)
         self.procs = []
         self.plugin_dirs = list(plugin_dirs)
@@ -83,7 +84,7 @@ class LocalSlurm:
             f"SlurmdSpoolDir={self.tmp / 'spool'}",
             f"SlurmctldPidFile={self.tmp / 'slurmctld.pid'}",
             f"SlurmdPidFile={self.tmp / 'slurmd.pid'}",
-            f"SlurmctldLogFile={self.tmp / 'log' / 'slurmctld.log'}",
+            f"SlurmctldLogFile={self.ctld_log}",
             f"SlurmdLogFile={self.tmp / 'log' / 'slurmd.log'}",
             "SlurmctldDebug=debug",
             "SlurmdDebug=debug",
@@ -176,6 +177,24 @@ class LocalSlurm:
     def wait_idle(self, timeout=60):
         self._wait(lambda: self.node_state() == "idle", timeout, "node idle")
 
+    def ctld_log_size(self):
+        """Where slurmctld's log ends now: the `since` of ctld_log_after and wait_for_ctld_log."""
+        path = self.ctld_log
+        return path.stat().st_size if path.exists() else 0
+
+    def ctld_log_after(self, since):
+        """What slurmctld logged after byte `since`."""
+        with open(self.ctld_log, "rb") as f:
+            f.seek(since)
+            return f.read().decode(errors="replace")
+
+    def wait_for_ctld_log(self, since, pattern, timeout=60):
+        """Waits until the regex `pattern` is logged after byte `since`. What the plugin's loader
+        thread does (it looks every 2 s) is known from its log lines, not from a sleep: on a busy
+        machine 2 s and a margin are not always enough."""
+        self._wait(lambda: re.search(pattern, self.ctld_log_after(since)), timeout,
+                   f"slurmctld to log {pattern!r}")
+
     def logs(self, tail=60):
         out = []
         for f in sorted((self.tmp / "log").glob("*")):
@@ -258,30 +277,6 @@ class LocalSlurm:
                 return f
             time.sleep(0.3)
         raise RuntimeError(f"job {job_id} did not finish: {self.job(job_id)}\n{self.logs()}")
-
-
-def log_size(path):
-    """Where `path` ends now: the `since` of a later wait_for_log."""
-    path = pathlib.Path(path)
-    return path.stat().st_size if path.exists() else 0
-
-
-def wait_for_log(path, since, pattern, timeout=60):
-    """Waits until the regex `pattern` appears in `path` after byte `since`, and returns what was
-    written after it. What the plugin's loader thread does (it looks every 2 s) is known from its
-    log lines, not from a sleep: on a busy machine 2 s and a margin are not always enough."""
-    path = pathlib.Path(path)
-    end = time.time() + timeout
-    while True:
-        with open(path, "rb") as f:
-            f.seek(since)
-            text = f.read().decode(errors="replace")
-        if re.search(pattern, text):
-            return text
-        if time.time() >= end:
-            raise RuntimeError(f"{path}: no line matching {pattern!r} within {timeout} s; "
-                               f"after byte {since}:\n{text[-3000:]}")
-        time.sleep(0.2)
 
 
 def start_pskel_guard(slurm, pskel, conf, heartbeat):

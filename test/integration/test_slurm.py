@@ -225,10 +225,6 @@ def trace_row(job_id, timeout=WAIT_PIPELINE, final=True):
     raise AssertionError(f"worker did not finish job {job_id} (row {row}):\n{worker_log()}")
 
 
-def ctld_log():
-    return SLURM.tmp / "log" / "slurmctld.log"
-
-
 def worker_log():
     log = STATE / "worker.log"
     return log.read_text() if log.exists() else "(no worker log)"
@@ -247,10 +243,10 @@ def put_prediction(uid, user, key, ntasks, partition, seconds):
                    " predicted_seconds, created) VALUES(?,?,?,?,?,?,?,0)",
                    (app, uid, ntasks, partition, seconds / 10, 10, seconds))
         pid = db.execute("SELECT last_insert_rowid()").fetchone()[0]
-    since = slurmlib.log_size(ctld_log())
+    since = SLURM.ctld_log_size()
     pskel("db", "export")
     # The plugin's loader thread looks at the export every 2 s and says when it loaded it.
-    slurmlib.wait_for_log(ctld_log(), since, r"export: loaded \d+ predictions")
+    SLURM.wait_for_ctld_log(since, r"export: loaded \d+ predictions")
     return pid
 
 
@@ -375,18 +371,15 @@ class TimeLimits(unittest.TestCase):
         heartbeat is stale after 3 x 2 + 10 s."""
         script = job_script("unguarded.sh", "sleep 1")
         put_prediction(0, "root", "script:" + fnv1a64(script.read_bytes()), 1, slurmlib.PARTITION, 125.0)
-        before = slurmlib.log_size(ctld_log())
+        before = SLURM.ctld_log_size()
         stop_guard()
         try:
             # Stale after 16 s, seen by the loader within 2 s more: it says so once.
-            slurmlib.wait_for_log(ctld_log(), before,
-                                  r"pskel: guard: NOT running .*no time limits are set")
+            SLURM.wait_for_ctld_log(before, r"pskel: guard: NOT running .*no time limits are set")
             job_id, r = submit(script, "--ntasks=1")
             self.assertNotIn("pskel", r.stderr)
             self.assertEqual(finish(job_id)["TimeLimit"], "00:30:00")  # the partition's default
-            with open(ctld_log(), "rb") as f:
-                f.seek(before)
-                log = f.read().decode(errors="replace")
+            log = SLURM.ctld_log_after(before)
             self.assertEqual(len(re.findall(r"pskel: guard: NOT running .*no time limits are set", log)),
                              1, log[-3000:])
             self.assertIn("guard: NOT running", pskel("report"))
@@ -395,7 +388,7 @@ class TimeLimits(unittest.TestCase):
         job_id, r = submit(script, "--ntasks=1")
         self.assertIn("pskel: time limit set to 4 min", r.stderr)
         finish(job_id)
-        slurmlib.wait_for_log(ctld_log(), before, r"pskel: guard: running")  # it said so
+        SLURM.wait_for_ctld_log(before, r"pskel: guard: running")  # it said so
 
     def test_limit_from_prediction_and_untouched_jobs(self):
         script = job_script("limited.sh", "sleep 1")
@@ -451,15 +444,15 @@ class TimeLimits(unittest.TestCase):
         export = STATE / "predictions.export"
         good = export.read_text()
         try:
-            since = slurmlib.log_size(ctld_log())
+            since = SLURM.ctld_log_size()
             export.write_text(good[: len(good) // 2])  # truncated
-            slurmlib.wait_for_log(ctld_log(), since, r"pskel: export: .*truncated.*ignored")
+            SLURM.wait_for_ctld_log(since, r"pskel: export: .*truncated.*ignored")
             ids = [submit(script, "--ntasks=1")[0] for _ in range(3)]
             for job_id in ids:
                 fields = finish(job_id)
                 self.assertEqual(fields["JobState"], "COMPLETED")
                 self.assertEqual(fields["TimeLimit"], "00:02:00")  # the cached prediction
-            log = ctld_log().read_text()
+            log = SLURM.ctld_log_after(0)
             self.assertEqual(len(re.findall(r"pskel: export: .*truncated.*ignored", log)), 1, log)
         finally:
             pskel("db", "export")

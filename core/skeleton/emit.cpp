@@ -12,6 +12,7 @@
 #include "skeleton/model.h"
 #include "skeleton/rank_noise.h"
 #include "skeleton/skeleton.h"
+#include "trace/format.h"
 
 namespace pskel::skeleton {
 
@@ -1492,7 +1493,7 @@ Result<Skeleton> generate_from(const trace::TraceSet& trace, const looptree::Loo
                   {"stream_ns_per_byte", emitter.memory().ns_per_byte},
                   {"share", emitter.memory().share},
                   {"working_set_bytes", emitter.memory().working_set_bytes},
-                  {"stream_kind", emitter.memory().stream_reads_only ? "read" : "read_write"}}},
+                  {"stream_kind", emitter.memory().stream_reads_only ? trace::kStreamRead : trace::kStreamReadWrite}}},
       {"gaps", options.typical_gaps ? "typical" : "mean"},
       {"events", a.events.size()},
   };

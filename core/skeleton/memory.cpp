@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "skeleton/model.h"
+#include "trace/format.h"
 
 namespace pskel::skeleton::detail {
 
@@ -37,8 +38,8 @@ MemoryPlan plan_memory(const tr::TraceSet& trace, const lt::LoopTree& tree, cons
   plan.ns_per_byte.assign(ranks, 0);
   plan.share.assign(ranks, 0);
   plan.working_set_bytes.assign(ranks, 0);
-  plan.stream_reads_only =
-      trace.meta.is_object() && trace.meta.value("stream_kind", "read_write") == "read";
+  plan.stream_reads_only = trace.meta.is_object() &&
+                           trace.meta.value("stream_kind", trace::kStreamReadWrite) == trace::kStreamRead;
   const lt::MainLoop main = lt::main_loop(tree);
   for (size_t r = 0; r < ranks && r < trace.ranks.size(); ++r) {
     plan.footprint_bytes[r] = trace.ranks[r].footprint_bytes;

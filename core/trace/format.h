@@ -14,6 +14,10 @@ inline constexpr uint32_t kPackedBlocksSince = 2;  // the first version with pac
 inline constexpr char kRankFilePrefix[] = "rank.";    // rank.<N>.pskt
 inline constexpr char kRankFileSuffix[] = ".pskt";
 inline constexpr char kMetaFileName[] = "meta.json";
+// meta.json's "stream_kind": how the bytes of its stream_ns_per_byte were streamed (read only, or
+// read and written back: skeletons/stream.h). A trace without the key streamed read+write.
+inline constexpr char kStreamRead[] = "read";
+inline constexpr char kStreamReadWrite[] = "read_write";
 
 // Values of the rank fields (peer, source, root) that are not ranks.
 inline constexpr int32_t kNoRank = -1;       // the call has no such party

@@ -66,7 +66,7 @@ std::string check_meta_types(const nlohmann::json& meta) {
       {"stream_ns_per_byte", numbers, "an array of numbers"},
       {"stream_ns_per_byte_in_run", numbers, "an array of numbers"},
       {"stream_kind",
-       [](const J& v) { return v.is_string() && (v == "read" || v == "read_write"); },
+       [](const J& v) { return v.is_string() && (v == kStreamRead || v == kStreamReadWrite); },
        "\"read\" or \"read_write\""},
       {"finalize_write_ns", numbers, "an array of numbers"},
   };

@@ -28,6 +28,7 @@
 #include "session.h"
 #include "meta_writer.h"
 #include "node_writer.h"
+#include "trace/format.h"
 #include "trace/samples_format.h"
 #include "trace_writer.h"
 #include "stream.h"
@@ -401,7 +402,7 @@ void end_session() {
   s->meta.stream_ns_per_byte.resize(static_cast<size_t>(s->size));
   PMPI_Gather(&ns_per_byte, 1, MPI_DOUBLE, s->meta.stream_ns_per_byte.data(), 1, MPI_DOUBLE, 0,
               MPI_COMM_WORLD);
-  s->meta.stream_kind = "read";  // PSKEL_STREAM_READ, as the sampler's probes stream too
+  s->meta.stream_kind = trace::kStreamRead;  // PSKEL_STREAM_READ, as the sampler's probes stream too
   s->meta.stream_ns_per_byte_in_run.resize(static_cast<size_t>(s->size));
   PMPI_Gather(&ns_per_byte_in_run, 1, MPI_DOUBLE, s->meta.stream_ns_per_byte_in_run.data(), 1,
               MPI_DOUBLE, 0, MPI_COMM_WORLD);

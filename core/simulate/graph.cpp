@@ -153,9 +153,10 @@ class RequestTable {
 };
 
 struct PendingProbe {
-  uint32_t endpoint;     // the arrival endpoint to link
+  // The arrival endpoint to link. A rank's endpoints are numbered in its post order, so the
+  // receives on the probe's channel posted before it are those of lower ids.
+  uint32_t endpoint;
   Envelope envelope;     // source = the probed sender (resolved)
-  uint64_t receives_before;  // receives this rank had posted on that channel before the probe
 };
 
 class Builder {
@@ -301,7 +302,6 @@ class Builder {
     p2p_[e].envelope = env;
     posts_.push_back(e);
     recvs_in_order_[static_cast<size_t>(s.rank)].push_back(e);
-    ++posted_on_channel_[{env.comm, s.rank, env.peer, env.tag}];
     return e;
   }
 
@@ -434,9 +434,7 @@ class Builder {
       case tr::FunctionKind::probe:
         if (f == Fn::MPI_Probe) {
           const uint32_t e = new_endpoint(Kind::arrival, s.rank, kNone);
-          const Envelope env = recv_envelope(s, r);
-          const auto posted = posted_on_channel_.find({env.comm, s.rank, env.peer, env.tag});
-          probes_.push_back({e, env, posted == posted_on_channel_.end() ? 0 : posted->second});
+          probes_.push_back({e, recv_envelope(s, r)});
           waits_.push_back(e);
         }
         return;
@@ -517,7 +515,10 @@ class Builder {
     for (const auto& [channel, queue] : sends_) g_.unmatched_sends += queue.sends.size() - queue.matched;
   }
 
-  // A probe waits for the message that the next receive on its channel gets.
+  // A probe waits for the message that the next receive on its channel gets: the first posted
+  // after it, with the envelope the receive matched (a wildcard's, resolved from its status).
+  // Counted here, not as receives were posted: a count per channel kept for every receive of
+  // the job, for the few programs that probe, was a hashed update per receive.
   void link_probes() {
     if (probes_.empty()) return;
     std::unordered_map<Channel, std::vector<uint32_t>, ChannelHash> receives;
@@ -529,8 +530,10 @@ class Builder {
     for (const PendingProbe& p : probes_) {
       const Envelope& env = p.envelope;
       auto it = receives.find({env.comm, g_.endpoints[p.endpoint].rank, env.peer, env.tag});
-      if (it != receives.end() && p.receives_before < it->second.size())
-        g_.endpoints[p.endpoint].link = g_.endpoints[it->second[p.receives_before]].link;
+      if (it == receives.end()) continue;
+      const std::vector<uint32_t>& on_channel = it->second;   // in post order
+      const auto next = std::lower_bound(on_channel.begin(), on_channel.end(), p.endpoint);
+      if (next != on_channel.end()) g_.endpoints[p.endpoint].link = g_.endpoints[*next].link;
     }
   }
 
@@ -576,7 +579,6 @@ class Builder {
   // cost that grew with the rank count.
   std::unordered_map<Channel, SendQueue, ChannelHash> sends_;      // (comm, sender, receiver, tag)
   std::vector<std::vector<uint32_t>> recvs_in_order_;              // per rank, in post order
-  std::unordered_map<Channel, uint64_t, ChannelHash> posted_on_channel_;  // (comm, receiver, source, tag)
   std::vector<PendingProbe> probes_;
   std::unordered_map<std::string, CommKey> comm_ids_;
   std::vector<CommInfo> comms_;

@@ -332,6 +332,33 @@ TEST_CASE("simulate: wildcard and non-blocking receives match in post order") {
   CHECK(g.ops[0][3].wait_count == 2);
 }
 
+TEST_CASE("simulate: a probe waits for the message of the next receive on its channel") {
+  auto w = world(3);
+  init(w[0]);
+  w[0].recv(1, 3, 10);
+  w[0].recv(1, 3, 20, Fn::MPI_Probe);   // the tracer records what a probe found as received
+  w[0].recv(2, 7, 40, Fn::MPI_Probe);   // another channel between the probe and its receive
+  w[0].recv(1, 3, 20);
+  w[0].recv(2, 7, 40);
+  w[0].recv(1, 3, 30, Fn::MPI_Probe);
+  w[0].recv(1, 3, 30);
+  w[0].recv(1, 3, 50, Fn::MPI_Probe);   // no receive after it: nothing to wait for
+  w[0].add(Fn::MPI_Finalize);
+  init(w[1]);
+  for (int64_t count : {10, 20, 30}) w[1].send(0, 3, count);
+  w[1].add(Fn::MPI_Finalize);
+  init(w[2]);
+  w[2].send(0, 7, 40);
+  w[2].add(Fn::MPI_Finalize);
+  const sim::Graph g = sim::build_graph(trace_set(w));
+  std::vector<int64_t> probed;   // per probe, in its order: the bytes of the message it waits for
+  for (const sim::Endpoint& e : g.endpoints)
+    if (e.kind == sim::Endpoint::Kind::arrival)
+      probed.push_back(e.link == sim::kNone ? -1 : g.messages[e.link].bytes);
+  CHECK(probed == std::vector<int64_t>{160, 320, 240, -1});
+  CHECK(sim::replay(g, round_model(3)).forced == 0);
+}
+
 TEST_CASE("simulate: unmatched calls and an impossible trace replay without hanging") {
   auto w = world(2);
   // Both ranks Ssend first: a deadlock that a real run could not have traced; plus a receive

@@ -1,12 +1,12 @@
-// A fixed-capacity hash map from MPI handles (as 64-bit keys) to small values, for the tracer's
-// hot path: no allocation after construction, open addressing with linear probing and
-// backward-shift deletion. Not thread-safe (the tracer records from one thread).
+// The tracer's maps from MPI handles (as 64-bit keys) to small values: util::FlatMap at a fixed
+// capacity, so that recording a call never allocates. Not thread-safe (the tracer records
+// from one thread).
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <memory>
+
+#include "util/flat_map.h"
 
 namespace pskel::tracer {
 
@@ -20,73 +20,6 @@ uint64_t handle_key(Handle h) {
 }
 
 template <class Value>
-class HandleMap {
- public:
-  // REQUIRES: capacity is a power of two. insert() refuses beyond 3/4 of it.
-  explicit HandleMap(size_t capacity)
-      : slots_(new Slot[capacity]), mask_(capacity - 1), limit_(capacity / 4 * 3) {}
-  HandleMap(const HandleMap&) = delete;
-  HandleMap& operator=(const HandleMap&) = delete;
-
-  // Inserts or overwrites. Returns false (and stores nothing) when the map is full.
-  bool insert(uint64_t key, const Value& value) {
-    size_t i = home(key);
-    for (; slots_[i].used; i = (i + 1) & mask_) {
-      if (slots_[i].key == key) {
-        slots_[i].value = value;
-        return true;
-      }
-    }
-    if (size_ >= limit_) return false;
-    slots_[i] = Slot{key, value, true};
-    ++size_;
-    return true;
-  }
-
-  // The value stored for key, or nullptr. The pointer is valid until the next insert/erase.
-  const Value* find(uint64_t key) const {
-    for (size_t i = home(key); slots_[i].used; i = (i + 1) & mask_)
-      if (slots_[i].key == key) return &slots_[i].value;
-    return nullptr;
-  }
-
-  void erase(uint64_t key) {
-    size_t i = home(key);
-    while (slots_[i].used && slots_[i].key != key) i = (i + 1) & mask_;
-    if (!slots_[i].used) return;
-    // Backward-shift: move later entries of the probe run into the hole so that lookups
-    // never need tombstones.
-    for (size_t j = (i + 1) & mask_; slots_[j].used; j = (j + 1) & mask_) {
-      const size_t want = home(slots_[j].key);
-      const bool movable = (i <= j) ? (want <= i || want > j) : (want <= i && want > j);
-      if (movable) {
-        slots_[i] = slots_[j];
-        i = j;
-      }
-    }
-    slots_[i].used = false;
-    --size_;
-  }
-
-  size_t size() const { return size_; }
-
- private:
-  struct Slot {
-    uint64_t key = 0;
-    Value value{};
-    bool used = false;
-  };
-  size_t home(uint64_t key) const {
-    key ^= key >> 33;  // handles are aligned pointers or small ints: mix before masking
-    key *= 0xff51afd7ed558ccdULL;
-    key ^= key >> 33;
-    return static_cast<size_t>(key) & mask_;
-  }
-
-  std::unique_ptr<Slot[]> slots_;
-  size_t mask_;
-  size_t limit_;
-  size_t size_ = 0;
-};
+using HandleMap = util::FlatMap<Value>;
 
 }  // namespace pskel::tracer

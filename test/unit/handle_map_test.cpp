@@ -1,5 +1,6 @@
-// HandleMap (core/tracer/handle_map.h): a fixed-capacity open-addressing map with linear
-// probing and backward-shift deletion, checked against std::unordered_map.
+// HandleMap (core/tracer/handle_map.h, util::FlatMap): an open-addressing map with linear
+// probing and backward-shift deletion, fixed in capacity unless grown, checked against
+// std::unordered_map.
 #include "tracer/handle_map.h"
 
 #include <cstdint>
@@ -254,4 +255,31 @@ TEST_CASE("HandleMap filled to the limit and emptied again ends empty and reusab
   for (const uint64_t k : keys) CHECK(map.find(k) == nullptr);
   for (size_t i = 0; i < keys.size(); ++i) REQUIRE(map.insert(keys[i] + 1, int(i)));
   CHECK(map.size() == 48);
+}
+
+TEST_CASE("a grown map keeps every entry, doubles its capacity and takes more") {
+  HandleMap<int> map(16);   // limit 12
+  std::unordered_map<uint64_t, int> model;
+  std::vector<uint64_t> universe;
+  // Collisions and a wrap around the end, so that grow() must re-home runs, not copy slots.
+  for (uint64_t k : keys_homed_at(15, 16, 6)) universe.push_back(k);
+  for (uint64_t k : keys_homed_at(3, 16, 6, 1000)) universe.push_back(k);
+  for (size_t i = 0; i < universe.size(); ++i) {
+    REQUIRE(map.insert(universe[i], static_cast<int>(i)));
+    model[universe[i]] = static_cast<int>(i);
+  }
+  CHECK(map.full());
+  CHECK_FALSE(map.insert(99999, 1));
+  map.grow();
+  CHECK(map.capacity() == 32);
+  CHECK_FALSE(map.full());
+  check_same(map, model, universe);
+  REQUIRE(map.insert(99999, 7));
+  model[99999] = 7;
+  universe.push_back(99999);
+  map.erase(universe[0]);
+  model.erase(universe[0]);
+  *map.find(universe[1]) = -1;   // a found value can be changed in place
+  model[universe[1]] = -1;
+  check_same(map, model, universe);
 }

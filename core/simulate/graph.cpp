@@ -180,6 +180,10 @@ class Builder {
 
   Graph finish() {
     while (ranks_added_ < g_.world_size) add_rank(tr::RankTrace{});
+    Op end;   // reserved for (reserve): it never moves the ops
+    end.first_post = static_cast<uint32_t>(g_.posts.size());
+    end.first_wait = static_cast<uint32_t>(g_.waits.size());
+    g_.op_storage.push_back(end);
     for (size_t r = 0; r < op_ranges_.size(); ++r)
       g_.ops[r] = std::span<const Op>(g_.op_storage).subspan(op_ranges_[r].first, op_ranges_[r].second);
     match_messages();
@@ -199,7 +203,7 @@ class Builder {
   // once 64 have come (at most 64 times what was seen, against a skewed first few).
   void reserve(size_t records) {
     room_ = records;
-    g_.op_storage.reserve(records);
+    g_.op_storage.reserve(records + 1);   // and the op that ends the last one's posts
     g_.endpoints.reserve(records);
     p2p_.reserve(records);
     g_.posts.reserve(records);
@@ -357,8 +361,6 @@ class Builder {
       first = false;
       g_.posts.insert(g_.posts.end(), posts_.begin(), posts_.end());
       g_.waits.insert(g_.waits.end(), waits_.begin(), waits_.end());
-      op.post_count = static_cast<uint32_t>(posts_.size());
-      op.wait_count = static_cast<uint32_t>(waits_.size());
       ops.push_back(op);
     }
     op_ranges_[static_cast<size_t>(rank)] = {first_op, ops.size() - first_op};

@@ -348,7 +348,7 @@ Model fit_model(const Graph& graph) {
       if (op.measured || op.finalize) continue;
       const auto f = static_cast<Fn>(op.function);
       const double ns = graph.busy_ns(static_cast<int32_t>(r), op);
-      if (op.wait_count == 0) {   // local bookkeeping: no size term (an Irecv moves nothing yet)
+      if (graph.waits_of(op).empty()) {   // local bookkeeping: no size term (an Irecv moves nothing yet)
         add(Family::post, 0, ns);
       } else if (f == Fn::MPI_Bsend ||
                  ((f == Fn::MPI_Send || f == Fn::MPI_Rsend) &&

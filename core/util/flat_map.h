@@ -82,7 +82,7 @@ class FlatMap {
     bool used = false;
   };
   size_t home(uint64_t key) const {
-    key ^= key >> 33;  // handles are aligned pointers or small ints: mix before masking
+    key ^= key >> 33;  // keys are often aligned pointers or small ints: mix before masking
     key *= 0xff51afd7ed558ccdULL;
     key ^= key >> 33;
     return static_cast<size_t>(key) & mask_;

@@ -202,57 +202,56 @@ std::vector<double> clock_offsets(const Graph& graph, const std::vector<Complete
     const Endpoint& ep = graph.endpoints[e];
     return graph.ops[static_cast<size_t>(ep.rank)][ep.op];
   };
+  // Bounds against one rank at a time, the anchor (a message's receiver, a collective's first
+  // member), are gathered in two arrays by rank and go to `lower` when the anchor changes, and
+  // at the end (a maximum, in any order). A hashed update per message, and per member and
+  // collective, was most of this function at 16,384 ranks; messages come receiver after
+  // receiver (build_graph matches them so), and collectives mostly with one first member.
+  const double kNoBound = -std::numeric_limits<double>::infinity();
+  int32_t anchor = -1;
+  std::vector<double> from_anchor(static_cast<size_t>(graph.world_size), kNoBound);  // bound(anchor, b)
+  std::vector<double> to_anchor(static_cast<size_t>(graph.world_size), kNoBound);    // bound(b, anchor)
+  std::vector<int32_t> bounded;                    // ranks with a bound in them
+  auto anchor_at = [&](int32_t a) {
+    if (a == anchor) return;
+    for (const int32_t b : bounded) {
+      const auto k = static_cast<size_t>(b);
+      if (from_anchor[k] != kNoBound) bound(anchor, b, from_anchor[k]);
+      if (to_anchor[k] != kNoBound) bound(b, anchor, to_anchor[k]);
+      from_anchor[k] = to_anchor[k] = kNoBound;
+    }
+    bounded.clear();
+    anchor = a;
+  };
+  auto bound_anchored = [&](std::vector<double>& side, int32_t b, double v) {
+    const auto k = static_cast<size_t>(b);
+    if (from_anchor[k] == kNoBound && to_anchor[k] == kNoBound) bounded.push_back(b);
+    side[k] = std::max(side[k], v);
+  };
   for_each_message(graph, [&](const Message& m) {
     const Op* done = done_of(m.recv);
     if (done == nullptr) return;
-    bound(graph.endpoints[m.send].rank, graph.endpoints[m.recv].rank,
-          static_cast<double>(op_of(m.send).traced_start - done->traced_end));
+    const int32_t a = graph.endpoints[m.send].rank, b = graph.endpoints[m.recv].rank;
+    if (a == b) return;
+    anchor_at(b);
+    bound_anchored(to_anchor, a, static_cast<double>(op_of(m.send).traced_start - done->traced_end));
   });
-  // A collective bounds each member against its first one, and a hashed update per member and
-  // collective was most of this function on a job of world-wide collectives. The bounds
-  // against one first rank are gathered in two arrays by rank instead, and go to `lower` when
-  // a collective with another first rank comes, and at the end (a maximum in any order).
-  const double kNoBound = -std::numeric_limits<double>::infinity();
-  int32_t first_rank = -1;
-  std::vector<double> after_first, before_first;   // per rank: bound(first, b), bound(b, first)
-  std::vector<int32_t> bounded;                    // ranks with a bound in them
-  auto flush_first = [&] {
-    for (const int32_t b : bounded) {
-      const auto k = static_cast<size_t>(b);
-      if (after_first[k] != kNoBound) bound(first_rank, b, after_first[k]);
-      if (before_first[k] != kNoBound) bound(b, first_rank, before_first[k]);
-      after_first[k] = before_first[k] = kNoBound;
-    }
-    bounded.clear();
-  };
-  auto bound_first = [&](std::vector<double>& side, int32_t b, double v) {
-    const auto k = static_cast<size_t>(b);
-    if (after_first[k] == kNoBound && before_first[k] == kNoBound) bounded.push_back(b);
-    side[k] = std::max(side[k], v);
-  };
   for (const Collective& c : graph.collectives) {
     if (c.sync != Sync::all || c.members.size() < 2) continue;
     const uint32_t first = c.members[0];
     const Op* first_done = done_of(first);
     if (first_done == nullptr) continue;
     const int32_t a = graph.endpoints[first].rank;
-    if (a != first_rank) {
-      if (after_first.empty()) {
-        after_first.assign(static_cast<size_t>(graph.world_size), kNoBound);
-        before_first.assign(static_cast<size_t>(graph.world_size), kNoBound);
-      }
-      flush_first();
-      first_rank = a;
-    }
+    anchor_at(a);
     for_each_member(graph, completer, c, [&](uint32_t e) {
       const Op* done = done_of(e);
       const int32_t b = graph.endpoints[e].rank;
       if (done == nullptr || b == a) return;
-      bound_first(after_first, b, static_cast<double>(op_of(first).traced_start - done->traced_end));
-      bound_first(before_first, b, static_cast<double>(op_of(e).traced_start - first_done->traced_end));
+      bound_anchored(from_anchor, b, static_cast<double>(op_of(first).traced_start - done->traced_end));
+      bound_anchored(to_anchor, b, static_cast<double>(op_of(e).traced_start - first_done->traced_end));
     });
   }
-  flush_first();
+  anchor_at(-1);
   // Each pair's offset: the middle of its bounds (or the one bound there is), spread from rank 0.
   // (The pairs in ascending order, as an ordered map gave them: the spread's order decides
   // which bound wins where they disagree.)

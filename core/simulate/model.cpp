@@ -251,7 +251,7 @@ std::vector<double> clock_offsets(const Graph& graph, const std::vector<Complete
       bound_anchored(to_anchor, b, static_cast<double>(op_of(e).traced_start - first_done->traced_end));
     });
   }
-  anchor_at(-1);
+  anchor_at(-1);   // the last anchor's bounds to `lower`
   // Each pair's offset: the middle of its bounds (or the one bound there is), spread from rank 0.
   // (The pairs in ascending order, as an ordered map gave them: the spread's order decides
   // which bound wins where they disagree.)

@@ -180,7 +180,7 @@ class Builder {
 
   Graph finish() {
     while (ranks_added_ < g_.world_size) add_rank(tr::RankTrace{});
-    Op end;   // reserved for (reserve): it never moves the ops
+    Op end;   // reserve() left room for it: the push never moves the ops the spans name
     end.first_post = static_cast<uint32_t>(g_.posts.size());
     end.first_wait = static_cast<uint32_t>(g_.waits.size());
     g_.op_storage.push_back(end);

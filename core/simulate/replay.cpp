@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <unordered_map>
 #include <vector>
 
 #include "simulate/simulate.h"
@@ -14,19 +15,14 @@ namespace {
 using Kind = Endpoint::Kind;
 inline constexpr double kUnposted = std::numeric_limits<double>::quiet_NaN();
 
-// An op's start is not kept: it is the end of the rank's op before it plus the op's gap.
-struct OpTime {
-  double end = 0;
-  uint32_t bind = kNone;   // the endpoint whose post time decided `end`; kNone: the op itself
-};
-
 // Where one rank is in the replay: all that resuming it reads first, in 48 bytes. The replay
 // resumes every rank at each collective; with this state in five arrays (and each rank's times
 // in a vector of its own) that was a cache miss per array per rank once 16,384 ranks' state
 // outgrew the cache.
 struct RankState {
   const Op* ops = nullptr;
-  OpTime* times = nullptr;   // of its ops, in Replay::times_
+  double* ends = nullptr;    // of its ops, in Replay::ends_ (an op's start is the end before it
+                             // plus its gap)
   uint32_t count = 0;        // its ops
   uint32_t next = 0;         // the op it is at
   double clock = 0;          // the end of its last op
@@ -113,12 +109,12 @@ class Replay {
         ranks_(graph.ops.size()) {
     size_t ops = 0;
     for (const auto& rank_ops : graph.ops) ops += rank_ops.size();
-    times_.resize(ops);
+    ends_.resize(ops);
     ops = 0;
     for (size_t r = 0; r < graph.ops.size(); ++r) {
       ranks_[r].ops = graph.ops[r].data();
       ranks_[r].count = static_cast<uint32_t>(graph.ops[r].size());
-      ranks_[r].times = times_.data() + ops;
+      ranks_[r].ends = ends_.data() + ops;
       ops += graph.ops[r].size();
     }
   }
@@ -156,7 +152,7 @@ class Replay {
   double scaled_gap(const Op& op) const { return static_cast<double>(op.gap_ns) * w_.cpu_scale * w_.grow; }
   double op_start(int32_t r, int64_t i) const {
     const RankState& s = ranks_[static_cast<size_t>(r)];
-    return (i > 0 ? s.times[i - 1].end : 0) + scaled_gap(s.ops[i]);
+    return (i > 0 ? s.ends[i - 1] : 0) + scaled_gap(s.ops[i]);
   }
   double current_start(int32_t r) const {
     const RankState& s = ranks_[r];
@@ -316,44 +312,63 @@ class Replay {
     return true;
   }
 
+  // When `op` of rank `r`, started at `start`, ends, and the endpoint whose post decided it
+  // (kNone: its own cost); returns the number of posts it misses, each with `r` put on its wait
+  // list. Every wait is looked at, so that the rank is resumed once, when the last comes, not
+  // once per post (halo3d's Waitall of 12 requests was resumed three times an iteration, each
+  // time reading its rank's state from memory). With `force`, what is missing is left out.
+  uint32_t evaluate(int32_t r, const Op& op, double start, bool force, Completion* done) {
+    *done = {start + own_cost(r, op), kNone};
+    uint32_t missing = 0;
+    for (uint32_t e : g_.waits_of(op)) {
+      Completion c{};
+      if (!completion(e, r, force, &c)) {
+        ++missing;
+        continue;
+      }
+      if (c.time > done->time) *done = c;
+    }
+    return missing;
+  }
+
   void advance(int32_t r, bool force) {
     RankState& s = ranks_[static_cast<size_t>(r)];
     while (s.next < s.count) {
       const Op& op = s.ops[s.next];
-      OpTime& t = s.times[s.next];
       const double start = s.clock + scaled_gap(op);
       if (!s.started) {
         s.started = true;
         for (uint32_t e : g_.posts_of(op)) post(e, start);
       }
-      t.end = start + own_cost(r, op);
-      t.bind = kNone;
-      // Every wait is looked at, and the rank goes on the list of each post it misses: it is
-      // resumed once, when the last comes, not once per post (halo3d's Waitall of 12 requests
-      // was resumed three times an iteration, each time reading its rank's state from memory).
-      uint32_t missing = 0;
-      for (uint32_t e : g_.waits_of(op)) {
-        Completion c{};
-        if (!completion(e, r, force, &c)) {
-          ++missing;
-          continue;
-        }
-        if (c.time > t.end) {
-          t.end = c.time;
-          t.bind = c.bind;
-        }
-      }
-      if (missing > 0) {
+      Completion done{};
+      if (const uint32_t missing = evaluate(r, op, start, force, &done); missing > 0) {
         s.missing = missing;
         return;
       }
+      if (force) forced_binds_.emplace(op_index(s, s.next), done.bind);
       force = false;
+      s.ends[s.next] = done.time;
       if (op.finalize) s.end = start;
-      s.clock = t.end;
+      s.clock = done.time;
       s.started = false;
       ++s.next;
     }
     if (s.end < 0) s.end = s.clock;   // no MPI_Finalize: the rank ends with its last call
+  }
+
+  size_t op_index(const RankState& s, int64_t i) const { return static_cast<size_t>(&s.ends[i] - ends_.data()); }
+
+  // The endpoint whose post decided when op `i` of rank `r` ended, once the replay is over. Not
+  // kept for every op (4 bytes and a write each, 65 MB at 16,384 ranks x 1,000 calls, for a
+  // question asked only along the critical path): an op that was not forced saw every post it
+  // needed, and those posts' times are final, so evaluating it again gives what the replay
+  // got. A forced op's, which a later post could change, is kept.
+  uint32_t bind_of(int32_t r, int64_t i) {
+    const RankState& s = ranks_[static_cast<size_t>(r)];
+    if (auto it = forced_binds_.find(op_index(s, i)); it != forced_binds_.end()) return it->second;
+    Completion done{};
+    evaluate(r, s.ops[i], op_start(r, i), true, &done);
+    return done.bind;
   }
 
   // The prediction and the critical path, walked back from the rank that ends last.
@@ -374,15 +389,17 @@ class Replay {
       compute += scaled_gap(g_.ops[r][static_cast<size_t>(i)]);
       --i;
     }
-    while (i >= 0) {
-      const OpTime& t = ranks_[r].times[i];
+    // Each step goes back to an op that started no later, on the rank that posted what the
+    // last one waited for; the bound only keeps a graph that broke that from walking forever.
+    for (size_t steps = 0; i >= 0 && steps < ends_.size(); ++steps) {
+      const uint32_t bind = bind_of(r, i);
       int32_t s = r;
       int64_t j = i;
-      if (t.bind != kNone && g_.endpoints[t.bind].op != kNone) {
-        s = g_.endpoints[t.bind].rank;
-        j = g_.endpoints[t.bind].op;
+      if (bind != kNone && g_.endpoints[bind].op != kNone) {
+        s = g_.endpoints[bind].rank;
+        j = g_.endpoints[bind].op;
       }
-      communication += t.end - op_start(s, j);
+      communication += ranks_[r].ends[i] - op_start(s, j);
       compute += scaled_gap(g_.ops[s][static_cast<size_t>(j)]);
       if (s != r) ++p.rank_switches;
       r = s;
@@ -403,7 +420,8 @@ class Replay {
   static constexpr uint32_t kUnknownRoot = kNone - 1;
   std::vector<uint32_t> root_of_;
   std::vector<RankState> ranks_;
-  std::vector<OpTime> times_;   // every rank's ops' times, rank after rank
+  std::vector<double> ends_;   // every rank's ops' ends, rank after rank
+  std::unordered_map<size_t, uint32_t> forced_binds_;   // op (its index in ends_) -> bind
   std::vector<int32_t> ready_;
 };
 

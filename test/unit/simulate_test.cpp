@@ -219,6 +219,32 @@ TEST_CASE("simulate: a rank forced past a deadlock still waits for what it needs
   CHECK(p.rank_end_seconds[0] == doctest::Approx(p.rank_end_seconds[1] + 94e-9).epsilon(1e-12));
 }
 
+TEST_CASE("simulate: the critical path through a forced call follows what the replay decided") {
+  // Both ranks Ssend first (rank 0 at 100, rank 1 at 200), then receive each other's: the
+  // replay forces rank 0's send to end at 100 + 104 without its receive, posted only at 308.
+  // Evaluated again once that receive is posted, the send would end at 412, bound to rank 1's
+  // receive, and the walk back would go round between the ranks' sends and receives.
+  auto w = world(2);
+  init(w[0]);
+  w[0].timing(100, 10).send(1, 1, 1, Fn::MPI_Ssend);
+  w[0].timing(0, 10).recv(1, 1);
+  w[0].timing(5000, 0).add(Fn::MPI_Finalize);
+  init(w[1]);
+  w[1].timing(200, 10).send(0, 1, 1, Fn::MPI_Ssend);
+  w[1].timing(0, 10).recv(0, 1);
+  w[1].timing(0, 0).add(Fn::MPI_Finalize);
+  const auto trace = trace_set(w);
+  const sim::Prediction p = sim::replay(sim::build_graph(trace), round_model(2));
+  CHECK(p.forced == 1);
+  // Rank 0: its send forced to 204, its receive (rank 1's message, posted at 200) at 204 + 104,
+  // then 5000 of compute.
+  CHECK(p.critical_rank == 0);
+  CHECK(p.predicted_seconds == doctest::Approx(5308e-9).epsilon(1e-12));
+  CHECK(p.compute_seconds == doctest::Approx(5100e-9).epsilon(1e-12));
+  CHECK(p.communication_seconds == doctest::Approx(208e-9).epsilon(1e-12));
+  CHECK(p.rank_switches == 0);
+}
+
 TEST_CASE("simulate: fit_model measures transfers and collective costs from the trace") {
   // 20 messages of 8 bytes: the receiver is always already waiting, and the message takes
   // 700 ns from the send's start to the end of the receive; each allreduce takes 400 ns (both

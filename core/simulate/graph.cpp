@@ -204,6 +204,7 @@ class Builder {
   void reserve(size_t records) {
     room_ = records;
     g_.op_storage.reserve(records + 1);   // and the op that ends the last one's posts
+    g_.traced.reserve(records);
     g_.endpoints.reserve(records);
     p2p_.reserve(records);
     g_.posts.reserve(records);
@@ -349,19 +350,19 @@ class Builder {
       }
       Op op;
       op.function = r.function;
-      op.traced_start = r.t_start;
-      op.traced_end = std::max(r.t_start, r.t_end);
+      TracedSpan traced{r.t_start, std::max(r.t_start, r.t_end)};
       op.gap_ns = first ? 0 : gaps[i];
       const auto op_index = static_cast<uint32_t>(ops.size() - first_op);
       op.first_post = static_cast<uint32_t>(g_.posts.size());
       op.first_wait = static_cast<uint32_t>(g_.waits.size());
       posts_.clear();
       waits_.clear();
-      add_call(s, t, i, info->kind, op_index, op, first);
+      add_call(s, t, i, info->kind, op_index, op, traced, first);
       first = false;
       g_.posts.insert(g_.posts.end(), posts_.begin(), posts_.end());
       g_.waits.insert(g_.waits.end(), waits_.begin(), waits_.end());
       ops.push_back(op);
+      g_.traced.push_back(traced);
     }
     op_ranges_[static_cast<size_t>(rank)] = {first_op, ops.size() - first_op};
   }
@@ -374,7 +375,7 @@ class Builder {
   }
 
   void add_call(RankState& s, const tr::RankTrace& t, size_t index, tr::FunctionKind kind,
-                uint32_t op_index, Op& op, bool first) {
+                uint32_t op_index, Op& op, TracedSpan& traced, bool first) {
     const tr::Record& r = t.records[index];
     const auto f = static_cast<Fn>(r.function);
     const int64_t sent = r.count * static_cast<int64_t>(r.type_size);
@@ -385,7 +386,7 @@ class Builder {
         } else {
           // MPI_Init: the rank's start-up, from t = 0 to the end of the tracer's setup.
           op.measured = true;
-          op.traced_start = first ? 0 : op.traced_start;
+          if (first) traced.start = 0;
         }
         return;
       case tr::FunctionKind::p2p: {

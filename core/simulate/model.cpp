@@ -106,7 +106,7 @@ void visit_fetching_ahead(const Graph& graph, std::span<const Completer> complet
     if (k + kAhead < n) {
       const Endpoint& ahead = graph.endpoints[endpoint_at(k + kAhead)];
       if (ahead.op != kNone)
-        __builtin_prefetch(&graph.ops[static_cast<size_t>(ahead.rank)][ahead.op].traced_start);
+        __builtin_prefetch(&graph.traced_of(graph.ops[static_cast<size_t>(ahead.rank)][ahead.op]));
     }
     visit(k);
   }
@@ -194,13 +194,14 @@ std::vector<double> clock_offsets(const Graph& graph, const std::vector<Complete
     auto [it, inserted] = lower.try_emplace({a, b}, v);
     if (!inserted) it->second = std::max(it->second, v);
   };
-  auto done_of = [&](uint32_t e) -> const Op* {
+  // When the op that completes `e` ran (nullptr if none does), and when the op that posts it did.
+  auto done_of = [&](uint32_t e) -> const TracedSpan* {
     const Completer& c = completer[e];
-    return c.found() ? &graph.ops[c.rank][c.op] : nullptr;
+    return c.found() ? &graph.traced_of(graph.ops[c.rank][c.op]) : nullptr;
   };
-  auto op_of = [&](uint32_t e) -> const Op& {
+  auto start_of = [&](uint32_t e) {
     const Endpoint& ep = graph.endpoints[e];
-    return graph.ops[static_cast<size_t>(ep.rank)][ep.op];
+    return graph.traced_of(graph.ops[static_cast<size_t>(ep.rank)][ep.op]).start;
   };
   // Bounds against one rank at a time, the anchor (a message's receiver, a collective's first
   // member), are gathered in two arrays by rank and go to `lower` when the anchor changes, and
@@ -229,26 +230,26 @@ std::vector<double> clock_offsets(const Graph& graph, const std::vector<Complete
     side[k] = std::max(side[k], v);
   };
   for_each_message(graph, [&](const Message& m) {
-    const Op* done = done_of(m.recv);
+    const TracedSpan* done = done_of(m.recv);
     if (done == nullptr) return;
     const int32_t a = graph.endpoints[m.send].rank, b = graph.endpoints[m.recv].rank;
     if (a == b) return;
     anchor_at(b);
-    bound_anchored(to_anchor, a, static_cast<double>(op_of(m.send).traced_start - done->traced_end));
+    bound_anchored(to_anchor, a, static_cast<double>(start_of(m.send) - done->end));
   });
   for (const Collective& c : graph.collectives) {
     if (c.sync != Sync::all || c.members.size() < 2) continue;
     const uint32_t first = c.members[0];
-    const Op* first_done = done_of(first);
+    const TracedSpan* first_done = done_of(first);
     if (first_done == nullptr) continue;
     const int32_t a = graph.endpoints[first].rank;
     anchor_at(a);
     for_each_member(graph, completer, c, [&](uint32_t e) {
-      const Op* done = done_of(e);
+      const TracedSpan* done = done_of(e);
       const int32_t b = graph.endpoints[e].rank;
       if (done == nullptr || b == a) return;
-      bound_anchored(from_anchor, b, static_cast<double>(op_of(first).traced_start - done->traced_end));
-      bound_anchored(to_anchor, b, static_cast<double>(op_of(e).traced_start - first_done->traced_end));
+      bound_anchored(from_anchor, b, static_cast<double>(start_of(first) - done->end));
+      bound_anchored(to_anchor, b, static_cast<double>(start_of(e) - first_done->end));
     });
   }
   anchor_at(-1);   // the last anchor's bounds to `lower`
@@ -305,6 +306,7 @@ Model fit_model(const Graph& graph) {
     const Endpoint& ep = graph.endpoints[e];
     return graph.ops[static_cast<size_t>(ep.rank)][ep.op];
   };
+  auto start_of = [&](uint32_t e) { return graph.traced_of(op_of(e)).start; };
   // On the common clock (rank 0's): a rank's t plus its offset.
   auto common = [&](uint32_t endpoint, int64_t t) {
     return static_cast<double>(t) + offset[static_cast<size_t>(graph.endpoints[endpoint].rank)];
@@ -329,11 +331,12 @@ Model fit_model(const Graph& graph) {
     const Op& send = op_of(m.send);
     const auto f = static_cast<Fn>(send.function);
     if (f != Fn::MPI_Send && f != Fn::MPI_Rsend) return;
-    const double recv_post = common(m.recv, op_of(m.recv).traced_start);
+    const double recv_post = common(m.recv, start_of(m.recv));
     const double bytes = static_cast<double>(m.bytes);
-    if (common(m.send, send.traced_end) < recv_post)
+    const TracedSpan& sent = graph.traced_of(send);
+    if (common(m.send, sent.end) < recv_post)
       eager_max = std::max(eager_max, bytes);
-    else if (common(m.send, send.traced_start) < recv_post)
+    else if (common(m.send, sent.start) < recv_post)
       waited[bytes] = true;
   });
   double rendezvous = std::numeric_limits<double>::infinity();
@@ -363,9 +366,10 @@ Model fit_model(const Graph& graph) {
     if (!c.found()) return;
     const auto receiver = static_cast<int32_t>(c.rank);
     const Op& done = graph.ops[c.rank][c.op];
-    const double sent = common(m.send, op_of(m.send).traced_start);
-    const double waiting_from = common(m.recv, done.traced_start);
-    const double received = common(m.recv, done.traced_end);
+    const TracedSpan& done_at = graph.traced_of(done);
+    const double sent = common(m.send, start_of(m.send));
+    const double waiting_from = common(m.recv, done_at.start);
+    const double received = common(m.recv, done_at.end);
     const double from = std::min(received, std::max(waiting_from, sent));
     const std::array<int32_t, 2> both = {graph.endpoints[m.send].rank, receiver};
     const Sample s{static_cast<double>(m.bytes), clean_window(both, from, received)};
@@ -382,13 +386,13 @@ Model fit_model(const Graph& graph) {
     uint32_t latest = kNone;
     for_each_member(graph, {}, c, [&](uint32_t e) {
       if (latest == kNone ||
-          common(e, op_of(e).traced_start) > common(latest, op_of(latest).traced_start))
+          common(e, start_of(e)) > common(latest, start_of(latest)))
         latest = e;
     });
     if (latest == kNone || !completer[latest].found()) continue;
     const Op& done = graph.ops[completer[latest].rank][completer[latest].op];
-    const double from = common(latest, op_of(latest).traced_start);
-    const double to = std::max(from, common(latest, done.traced_end));
+    const double from = common(latest, start_of(latest));
+    const double to = std::max(from, common(latest, graph.traced_of(done).end));
     members.clear();
     for (uint32_t e : c.members) members.push_back(graph.endpoints[e].rank);
     add(c.family, static_cast<double>(c.bytes), clean_window(members, from, to));

@@ -81,8 +81,8 @@ struct Collective {
 // One traced MPI call of one rank, in the rank's call order (pseudo-records are not ops): what
 // the replay reads of it, in 32 bytes aligned, two to a cache line. When it ran is apart, in
 // Graph::traced: with it an op was 48 bytes and half the ops spanned two lines, and the replay
-// reads an op of every rank that a collective wakes (transpose at 16,384 ranks: the load of an
-// op's first field was 58 % of the samples of the replay's step).
+// reads an op of every rank that a collective wakes (transpose at 16,384 ranks: its user time
+// 8.4-8.9 s with ops of 48 bytes, 6.8-7.5 s with 32).
 struct alignas(32) Op {
   int64_t gap_ns = 0;         // traced compute before the call (its start - previous call's end)
   int64_t bytes = 0;          // bytes it sends

@@ -78,6 +78,12 @@ struct Completer {
   uint32_t rank = kNone, op = kNone;
   bool found() const { return rank != kNone; }
 };
+// The op that a found completer names, and the op that posts an endpoint (not an arrival's).
+const Op& completing_op(const Graph& graph, const Completer& c) { return graph.ops[c.rank][c.op]; }
+const Op& posting_op(const Graph& graph, const Endpoint& ep) {
+  return graph.ops[static_cast<size_t>(ep.rank)][ep.op];
+}
+
 std::vector<Completer> completers(const Graph& graph) {
   std::vector<Completer> out(graph.endpoints.size());
   for (size_t r = 0; r < graph.ops.size(); ++r)
@@ -106,7 +112,7 @@ void visit_fetching_ahead(const Graph& graph, std::span<const Completer> complet
     if (k + kAhead < n) {
       const Endpoint& ahead = graph.endpoints[endpoint_at(k + kAhead)];
       if (ahead.op != kNone)
-        __builtin_prefetch(&graph.traced_of(graph.ops[static_cast<size_t>(ahead.rank)][ahead.op]));
+        __builtin_prefetch(&graph.traced_of(posting_op(graph, ahead)));
     }
     visit(k);
   }
@@ -197,12 +203,9 @@ std::vector<double> clock_offsets(const Graph& graph, const std::vector<Complete
   // When the op that completes `e` ran (nullptr if none does), and when the op that posts it did.
   auto done_of = [&](uint32_t e) -> const TracedSpan* {
     const Completer& c = completer[e];
-    return c.found() ? &graph.traced_of(graph.ops[c.rank][c.op]) : nullptr;
+    return c.found() ? &graph.traced_of(completing_op(graph, c)) : nullptr;
   };
-  auto start_of = [&](uint32_t e) {
-    const Endpoint& ep = graph.endpoints[e];
-    return graph.traced_of(graph.ops[static_cast<size_t>(ep.rank)][ep.op]).start;
-  };
+  auto start_of = [&](uint32_t e) { return graph.traced_of(posting_op(graph, graph.endpoints[e])).start; };
   // Bounds against one rank at a time, the anchor (a message's receiver, a collective's first
   // member), are gathered in two arrays by rank and go to `lower` when the anchor changes, and
   // at the end (a maximum, in any order). A hashed update per message, and per member and
@@ -302,10 +305,7 @@ Model fit_model(const Graph& graph) {
   };
   const std::vector<Completer> completer = completers(graph);
   const std::vector<double> offset = clock_offsets(graph, completer);
-  auto op_of = [&](uint32_t e) -> const Op& {
-    const Endpoint& ep = graph.endpoints[e];
-    return graph.ops[static_cast<size_t>(ep.rank)][ep.op];
-  };
+  auto op_of = [&](uint32_t e) -> const Op& { return posting_op(graph, graph.endpoints[e]); };
   auto start_of = [&](uint32_t e) { return graph.traced_of(op_of(e)).start; };
   // On the common clock (rank 0's): a rank's t plus its offset.
   auto common = [&](uint32_t endpoint, int64_t t) {
@@ -365,7 +365,7 @@ Model fit_model(const Graph& graph) {
     const Completer& c = completer[m.recv];
     if (!c.found()) return;
     const auto receiver = static_cast<int32_t>(c.rank);
-    const Op& done = graph.ops[c.rank][c.op];
+    const Op& done = completing_op(graph, c);
     const TracedSpan& done_at = graph.traced_of(done);
     const double sent = common(m.send, start_of(m.send));
     const double waiting_from = common(m.recv, done_at.start);
@@ -390,7 +390,7 @@ Model fit_model(const Graph& graph) {
         latest = e;
     });
     if (latest == kNone || !completer[latest].found()) continue;
-    const Op& done = graph.ops[completer[latest].rank][completer[latest].op];
+    const Op& done = completing_op(graph, completer[latest]);
     const double from = common(latest, start_of(latest));
     const double to = std::max(from, common(latest, graph.traced_of(done).end));
     members.clear();

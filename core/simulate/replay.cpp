@@ -360,9 +360,9 @@ class Replay {
 
   // The endpoint whose post decided when op `i` of rank `r` ended, once the replay is over. Not
   // kept for every op (8 bytes with its padding and a write each, 130 MB at 16,384 ranks x
-  // 1,000 calls, for a question asked only along the critical path): an op that was not forced saw every post it
-  // needed, and those posts' times are final, so evaluating it again gives what the replay
-  // got. A forced op's, which a later post could change, is kept.
+  // 1,000 calls, for a question asked only along the critical path): an op that was not forced
+  // saw every post it needed, and those posts' times are final, so evaluating it again gives
+  // what the replay got. A forced op's, which a later post could change, is kept.
   uint32_t bind_of(int32_t r, int64_t i) {
     const RankState& s = ranks_[static_cast<size_t>(r)];
     if (auto it = forced_binds_.find(op_index(s, i)); it != forced_binds_.end()) return it->second;

@@ -76,8 +76,9 @@ int run_simulate(const SimulateOptions& opt) {
     truncated = true;
   }
   const trace::TraceSummary summary = std::move(read.value().summary);
-  const sim::Graph graph = std::move(read.value().graph);
+  sim::Graph graph = std::move(read.value().graph);
   const sim::Model fitted = sim::fit_model(graph);
+  graph.drop_traced();   // the replay's arrays take its place
   const sim::Model model = sim::apply_what_if(fitted, opt.what_if);
   const sim::Prediction p = sim::replay(graph, model, opt.what_if);
 

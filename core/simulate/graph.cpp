@@ -82,13 +82,6 @@ struct Envelope {
   bool known() const { return comm != kUnknownComm && peer >= 0 && tag >= 0; }
 };
 
-// What a send or receive was posted with, until the messages are matched.
-struct P2pPost {
-  Envelope envelope;
-  SendMode mode = SendMode::standard;   // a send's
-  int64_t bytes = 0;                    // a send's
-};
-
 // A persistent request's template, copied into an endpoint at each Start.
 struct PersistentTemplate {
   bool send = true;
@@ -97,8 +90,8 @@ struct PersistentTemplate {
   SendMode mode = SendMode::standard;
 };
 
-// A point-to-point channel: (communicator, first rank, second rank, tag). Sends are keyed
-// (comm, sender, receiver, tag), probes' counts (comm, receiver, source, tag).
+// A point-to-point channel: (communicator, first rank, second rank, tag). Messages are keyed
+// (comm, sender, receiver, tag), a rank's receives for its probes (comm, receiver, source, tag).
 struct Channel {
   CommKey comm;
   int32_t from, to, tag;
@@ -114,11 +107,25 @@ struct ChannelHash {
   }
 };
 
-// The sends posted on one channel, matched to receives first in, first out (MPI's
-// non-overtaking rule).
-struct SendQueue {
-  std::vector<uint32_t> sends;
-  size_t matched = 0;
+// What one channel has posted that the other side has not matched yet: sends whose receiving
+// rank was not added yet, or receives whose sending rank was not (at most one of the two is
+// non-empty). Matched first in, first out (MPI's non-overtaking rule), so the k-th send of a
+// channel gets its k-th receive in whichever order the ranks come.
+struct ChannelQueue {
+  struct Send {
+    uint32_t endpoint;
+    SendMode mode;
+    int64_t bytes;
+  };
+  struct Recv {
+    uint32_t endpoint;
+    uint32_t message;   // reserved in Graph::messages, in the receiver's post order
+  };
+  std::vector<Send> sends;
+  std::vector<Recv> recvs;
+  size_t send_head = 0, recv_head = 0;   // the first not matched
+  bool has_send() const { return send_head < sends.size(); }
+  bool has_recv() const { return recv_head < recvs.size(); }
 };
 
 // Request id -> the endpoint it posted, for one rank. The tracer numbers a rank's requests from
@@ -159,6 +166,13 @@ struct PendingProbe {
   Envelope envelope;     // source = the probed sender (resolved)
 };
 
+// A receive of the rank being added, until its walk ends (a wildcard's envelope is its
+// completion's status).
+struct RankRecv {
+  uint32_t endpoint;
+  Envelope envelope;
+};
+
 class Builder {
  public:
   Builder(int world_size, size_t expected_records) {
@@ -166,7 +180,6 @@ class Builder {
     g_.ops.resize(static_cast<size_t>(world_size));
     op_ranges_.resize(static_cast<size_t>(world_size));
     g_.lost_time.reserve(static_cast<size_t>(world_size));
-    recvs_in_order_.resize(static_cast<size_t>(world_size));
     if (expected_records > 0) reserve(expected_records);
   }
 
@@ -175,7 +188,10 @@ class Builder {
       throw std::logic_error("build_graph: more ranks added than the job has");
     make_room(t.records.size());
     g_.lost_time.emplace_back(t);
-    walk_rank(ranks_added_++, t);
+    walk_rank(ranks_added_, t);
+    match_receives(ranks_added_);
+    link_probes(ranks_added_);
+    ++ranks_added_;
   }
 
   Graph finish() {
@@ -186,8 +202,7 @@ class Builder {
     g_.op_storage.push_back(end);
     for (size_t r = 0; r < op_ranges_.size(); ++r)
       g_.ops[r] = std::span<const Op>(g_.op_storage).subspan(op_ranges_[r].first, op_ranges_[r].second);
-    match_messages();
-    link_probes();
+    drop_unmatched();
     finish_collectives();
     summarize_warnings();
     return std::move(g_);
@@ -196,17 +211,18 @@ class Builder {
  private:
   // ----- sizing
 
-  // The arrays hold about an endpoint and a post or wait per record. Grown by doubling, they
-  // were copied a few times over and every copy's fresh pages zeroed by the kernel, which at
-  // 16,384 ranks took a third of the run on this VM: they are sized for the expected records
-  // once, or, when ranks come one at a time, for the ranks seen so far projected to the job
-  // once 64 have come (at most 64 times what was seen, against a skewed first few).
+  // The arrays hold about an endpoint and a post or wait per record, and a message per
+  // receive. Grown by doubling, they were copied a few times over and every copy's fresh pages
+  // zeroed by the kernel, which at 16,384 ranks took a third of the run on this VM: they are
+  // sized for the expected records once, or, when ranks come one at a time, for the ranks seen
+  // so far projected to the job once 64 have come (at most 64 times what was seen, against a
+  // skewed first few).
   void reserve(size_t records) {
     room_ = records;
     g_.op_storage.reserve(records + 1);   // and the op that ends the last one's posts
     g_.traced.reserve(records);
     g_.endpoints.reserve(records);
-    p2p_.reserve(records);
+    g_.messages.reserve(records);   // pages are resident only as messages are written
     g_.posts.reserve(records);
     g_.waits.reserve(records);
   }
@@ -287,27 +303,45 @@ class Builder {
     return static_cast<uint32_t>(g_.endpoints.size() - 1);
   }
 
+  // A send is matched as it is posted when its receiving rank was added before and left a
+  // receive waiting; else it waits in its channel for that rank.
   uint32_t post_send(RankState& s, uint32_t op, const Envelope& env, int64_t bytes,
                      SendMode mode) {
     const uint32_t e = new_endpoint(Kind::send, s.rank, op);
-    p2p_.resize(g_.endpoints.size());
-    p2p_[e] = {env, mode, bytes};
     posts_.push_back(e);
     if (env.peer == tr::kProcNull) return e;     // no message, completes at once
-    if (env.known() && env.peer < g_.world_size)
-      sends_[{env.comm, s.rank, env.peer, env.tag}].sends.push_back(e);
-    else
+    if (!env.known() || env.peer >= g_.world_size) {
       ++g_.unmatched_sends;
+      return e;
+    }
+    const Channel channel{env.comm, s.rank, env.peer, env.tag};
+    auto it = channels_.find(channel);
+    if (it != channels_.end() && it->second.has_recv()) {
+      const ChannelQueue::Recv recv = it->second.recvs[it->second.recv_head++];
+      Message& m = g_.messages[recv.message];
+      m.send = e;
+      m.bytes = bytes;
+      m.mode = mode;
+      g_.endpoints[e].link = recv.message;
+      if (!it->second.has_recv()) channels_.erase(it);
+      return e;
+    }
+    channels_[channel].sends.push_back({e, mode, bytes});
     return e;
   }
 
   uint32_t post_recv(RankState& s, uint32_t op, const Envelope& env) {
     const uint32_t e = new_endpoint(Kind::recv, s.rank, op);
-    p2p_.resize(g_.endpoints.size());
-    p2p_[e].envelope = env;
     posts_.push_back(e);
-    recvs_in_order_[static_cast<size_t>(s.rank)].push_back(e);
+    rank_recvs_.push_back({e, env});
     return e;
+  }
+
+  // The receive endpoint e of the rank being added.
+  Envelope& envelope_of(uint32_t e) {
+    const auto it = std::lower_bound(rank_recvs_.begin(), rank_recvs_.end(), e,
+                                     [](const RankRecv& r, uint32_t id) { return r.endpoint < id; });
+    return it->envelope;
   }
 
   // A completion record: the requests it finished, with the statuses of receives.
@@ -320,7 +354,7 @@ class Builder {
       waits_.push_back(e);
       if (!s.persistent.count(id)) s.request.erase(id);
       if (g_.endpoints[e].kind != Kind::recv) continue;
-      Envelope& env = p2p_[e].envelope;
+      Envelope& env = envelope_of(e);
       // Only a wildcard takes the status's values: a receive posted for one source keeps it
       // (statuses of MPI_PROC_NULL requests are not reliable in every MPI).
       const bool wildcard = env.peer == tr::kAnySource || env.tag == tr::kAnyTag;
@@ -361,6 +395,9 @@ class Builder {
       first = false;
       g_.posts.insert(g_.posts.end(), posts_.begin(), posts_.end());
       g_.waits.insert(g_.waits.end(), waits_.begin(), waits_.end());
+      if (op.measured)
+        g_.measured_ns.emplace_back(static_cast<uint32_t>(ops.size()),
+                                    g_.busy_ns(rank, traced.start, traced.end));
       ops.push_back(op);
       g_.traced.push_back(traced);
     }
@@ -487,57 +524,88 @@ class Builder {
 
   // ----- matching
 
-  void match_messages() {
-    size_t receives = 0;
-    for (const std::vector<uint32_t>& recvs : recvs_in_order_) receives += recvs.size();
-    g_.messages.reserve(receives);
-    for (size_t rank = 0; rank < recvs_in_order_.size(); ++rank) {
-      for (uint32_t e : recvs_in_order_[rank]) {
-        const Envelope& env = p2p_[e].envelope;
-        if (env.peer == tr::kProcNull) continue;
-        if (!env.known() || env.peer >= g_.world_size) {
-          ++g_.unmatched_receives;
-          continue;
-        }
-        auto it = sends_.find({env.comm, env.peer, static_cast<int32_t>(rank), env.tag});
-        if (it == sends_.end() || it->second.matched == it->second.sends.size()) {
-          ++g_.unmatched_receives;
-          continue;
-        }
-        const uint32_t send = it->second.sends[it->second.matched++];
-        Message m;
-        m.send = send;
-        m.recv = e;
-        m.bytes = p2p_[send].bytes;
-        m.mode = p2p_[send].mode;
-        const auto id = static_cast<uint32_t>(g_.messages.size());
-        g_.endpoints[send].link = g_.endpoints[e].link = id;
-        g_.messages.push_back(m);
+  // The receives of `rank`, just added, in post order (their envelopes final: wildcards took
+  // their statuses): each gets the first unmatched send of its channel if its sender was added
+  // before (or is itself), else a message reserved in that order, which the sender's send fills
+  // when it is posted. Messages so come receiver after receiver, each receiver's in post order,
+  // as clock_offsets reads them. Nothing but the ranks' open channels is kept across ranks:
+  // holding every endpoint's envelope and every channel's sends until all ranks were added
+  // was 30 bytes a call at the graph's peak.
+  void match_receives(int32_t rank) {
+    for (const RankRecv& r : rank_recvs_) {
+      const Envelope& env = r.envelope;
+      if (env.peer == tr::kProcNull) continue;
+      if (!env.known() || env.peer >= g_.world_size) {
+        ++g_.unmatched_receives;
+        continue;
+      }
+      const Channel channel{env.comm, env.peer, rank, env.tag};
+      auto it = channels_.find(channel);
+      const auto id = static_cast<uint32_t>(g_.messages.size());
+      if (it != channels_.end() && it->second.has_send()) {
+        const ChannelQueue::Send send = it->second.sends[it->second.send_head++];
+        g_.messages.push_back({send.endpoint, r.endpoint, send.bytes, send.mode});
+        g_.endpoints[send.endpoint].link = g_.endpoints[r.endpoint].link = id;
+        if (!it->second.has_send()) channels_.erase(it);
+      } else if (env.peer > rank) {   // its sender comes later
+        g_.messages.push_back({kNone, r.endpoint, 0, SendMode::standard});
+        g_.endpoints[r.endpoint].link = id;
+        channels_[channel].recvs.push_back({r.endpoint, id});
+      } else {
+        ++g_.unmatched_receives;
       }
     }
-    for (const auto& [channel, queue] : sends_) g_.unmatched_sends += queue.sends.size() - queue.matched;
   }
 
-  // A probe waits for the message that the next receive on its channel gets: the first posted
-  // after it, with the envelope the receive matched (a wildcard's, resolved from its status).
-  // Counted here, not as receives were posted: a count per channel kept for every receive of
+  // A probe of `rank` waits for the message that the next receive on its channel gets: the
+  // first posted after it, with the envelope the receive matched (a wildcard's, resolved from
+  // its status). Counted per rank as it is added: a count per channel kept for every receive of
   // the job, for the few programs that probe, was a hashed update per receive.
-  void link_probes() {
-    if (probes_.empty()) return;
+  void link_probes(int32_t rank) {
+    if (probes_.empty()) {
+      rank_recvs_.clear();
+      return;
+    }
     std::unordered_map<Channel, std::vector<uint32_t>, ChannelHash> receives;
-    for (size_t rank = 0; rank < recvs_in_order_.size(); ++rank)
-      for (uint32_t e : recvs_in_order_[rank]) {
-        const Envelope& env = p2p_[e].envelope;
-        receives[{env.comm, static_cast<int32_t>(rank), env.peer, env.tag}].push_back(e);
-      }
+    for (const RankRecv& r : rank_recvs_)
+      receives[{r.envelope.comm, rank, r.envelope.peer, r.envelope.tag}].push_back(r.endpoint);
     for (const PendingProbe& p : probes_) {
       const Envelope& env = p.envelope;
-      auto it = receives.find({env.comm, g_.endpoints[p.endpoint].rank, env.peer, env.tag});
+      auto it = receives.find({env.comm, rank, env.peer, env.tag});
       if (it == receives.end()) continue;
       const std::vector<uint32_t>& on_channel = it->second;   // in post order
       const auto next = std::lower_bound(on_channel.begin(), on_channel.end(), p.endpoint);
       if (next != on_channel.end()) g_.endpoints[p.endpoint].link = g_.endpoints[*next].link;
     }
+    probes_.clear();
+    rank_recvs_.clear();
+  }
+
+  // What is still open once every rank was added is unmatched: sends nobody received, and
+  // receives whose sender never sent; their reserved messages are taken out (the others keep
+  // their order) and the links renumbered.
+  void drop_unmatched() {
+    std::vector<bool> dropped;
+    for (const auto& [channel, queue] : channels_) {
+      g_.unmatched_sends += queue.sends.size() - queue.send_head;
+      g_.unmatched_receives += queue.recvs.size() - queue.recv_head;
+      for (size_t k = queue.recv_head; k < queue.recvs.size(); ++k) {
+        if (dropped.empty()) dropped.assign(g_.messages.size(), false);
+        dropped[queue.recvs[k].message] = true;
+      }
+    }
+    channels_.clear();
+    if (dropped.empty()) return;
+    std::vector<uint32_t> renumbered(g_.messages.size(), kNone);
+    uint32_t kept = 0;
+    for (size_t m = 0; m < g_.messages.size(); ++m) {
+      if (dropped[m]) continue;
+      renumbered[m] = kept;
+      g_.messages[kept++] = g_.messages[m];
+    }
+    g_.messages.resize(kept);
+    for (Endpoint& e : g_.endpoints)
+      if (e.kind != Kind::member && e.link != kNone) e.link = renumbered[e.link];
   }
 
   void finish_collectives() {
@@ -575,14 +643,12 @@ class Builder {
   size_t records_seen_ = 0;   // in the ranks added
   size_t room_ = 0;           // records the arrays are sized for
   std::vector<uint32_t> posts_, waits_;   // of the op being built
-  // Per endpoint, up to the last point-to-point one (collective members and probes' arrivals
-  // need none: a job of collectives alone had 12 bytes an endpoint here for nothing).
-  std::vector<P2pPost> p2p_;
-  // Hashed: ordered maps of every channel of the job cost a cache miss per level per call, a
-  // cost that grew with the rank count.
-  std::unordered_map<Channel, SendQueue, ChannelHash> sends_;      // (comm, sender, receiver, tag)
-  std::vector<std::vector<uint32_t>> recvs_in_order_;              // per rank, in post order
-  std::vector<PendingProbe> probes_;
+  std::vector<RankRecv> rank_recvs_;      // of the rank being added, in post order
+  std::vector<PendingProbe> probes_;      // of the rank being added
+  // Channels with something unmatched, (comm, sender, receiver, tag); a channel leaves once
+  // matched. Hashed: ordered maps of every channel of the job cost a cache miss per level per
+  // call, a cost that grew with the rank count.
+  std::unordered_map<Channel, ChannelQueue, ChannelHash> channels_;
   std::unordered_map<std::string, CommKey> comm_ids_;
   std::vector<CommInfo> comms_;
   CommKey world_ = kUnknownComm;

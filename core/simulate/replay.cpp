@@ -158,8 +158,8 @@ class Replay {
     const RankState& s = ranks_[r];
     return s.clock + scaled_gap(s.ops[s.next]);
   }
-  double own_cost(int32_t rank, const Op& op) const {
-    if (op.measured) return g_.busy_ns(rank, op);
+  double own_cost(const Op& op) const {
+    if (op.measured) return g_.measured_busy_ns(op);
     if (op.finalize) return 0;
     // A call that receives costs at least what taking a message that is there costs.
     double received = -1;
@@ -318,7 +318,7 @@ class Replay {
   // once per post (halo3d's Waitall of 12 requests was resumed three times an iteration, each
   // time reading its rank's state from memory). With `force`, what is missing is left out.
   uint32_t evaluate(int32_t r, const Op& op, double start, bool force, Completion* done) {
-    *done = {start + own_cost(r, op), kNone};
+    *done = {start + own_cost(op), kNone};
     uint32_t missing = 0;
     for (uint32_t e : g_.waits_of(op)) {
       Completion c{};

@@ -72,24 +72,25 @@ Fit fit_points(const std::vector<Point>& points, uint64_t samples, double fallba
 }
 
 // Per endpoint, the op that first waits for it: the blocking call itself, or the Wait/Test
-// that completes its request; rank kNone if none does. One flat array: a vector per endpoint
-// was an allocation for each of the job's endpoints.
+// that completes its request; kNone if none does. Its rank is the endpoint's (a rank waits
+// only for what it posted), so the op's index in op_storage says it in 4 bytes. One flat
+// array: a vector per endpoint was an allocation for each of the job's endpoints.
 struct Completer {
-  uint32_t rank = kNone, op = kNone;
-  bool found() const { return rank != kNone; }
+  uint32_t op = kNone;
+  bool found() const { return op != kNone; }
 };
 // The op that a found completer names, and the op that posts an endpoint (not an arrival's).
-const Op& completing_op(const Graph& graph, const Completer& c) { return graph.ops[c.rank][c.op]; }
+const Op& completing_op(const Graph& graph, const Completer& c) { return graph.op_storage[c.op]; }
 const Op& posting_op(const Graph& graph, const Endpoint& ep) {
   return graph.ops[static_cast<size_t>(ep.rank)][ep.op];
 }
 
 std::vector<Completer> completers(const Graph& graph) {
   std::vector<Completer> out(graph.endpoints.size());
-  for (size_t r = 0; r < graph.ops.size(); ++r)
-    for (uint32_t i = 0; i < graph.ops[r].size(); ++i)
-      for (uint32_t e : graph.waits_of(graph.ops[r][i]))
-        if (!out[e].found()) out[e] = {static_cast<uint32_t>(r), i};
+  for (const std::span<const Op>& ops : graph.ops)
+    for (const Op& op : ops)
+      for (uint32_t e : graph.waits_of(op))
+        if (!out[e].found()) out[e] = {static_cast<uint32_t>(&op - graph.op_storage.data())};
   return out;
 }
 
@@ -364,7 +365,7 @@ Model fit_model(const Graph& graph) {
   for_each_message(graph, [&](const Message& m) {
     const Completer& c = completer[m.recv];
     if (!c.found()) return;
-    const auto receiver = static_cast<int32_t>(c.rank);
+    const int32_t receiver = graph.endpoints[m.recv].rank;
     const Op& done = completing_op(graph, c);
     const TracedSpan& done_at = graph.traced_of(done);
     const double sent = common(m.send, start_of(m.send));

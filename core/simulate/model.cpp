@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <span>
+#include <stdexcept>
 #include <unordered_map>
 #include <vector>
 
@@ -85,7 +86,11 @@ const Op& posting_op(const Graph& graph, const Endpoint& ep) {
   return graph.ops[static_cast<size_t>(ep.rank)][ep.op];
 }
 
+// What the fit and the clock offsets read first: the op of each endpoint's completion, and the
+// traced spans, which must still be there (Graph::drop_traced).
 std::vector<Completer> completers(const Graph& graph) {
+  if (graph.traced.size() + 1 < graph.op_storage.size())
+    throw std::logic_error("simulate: the graph's traced spans were dropped before the fit");
   std::vector<Completer> out(graph.endpoints.size());
   for (const std::span<const Op>& ops : graph.ops)
     for (const Op& op : ops)

@@ -72,6 +72,26 @@ TEST_CASE("simulate: a ping-pong replays to its exact critical path") {
   CHECK(p.forced == 0);
 }
 
+TEST_CASE("simulate: the replay reads what unmodelled calls took once the traced spans are freed") {
+  // MPI_Init is not modelled: each rank's takes its traced time (5000 and 100 ns), and the
+  // barrier after it waits for the slower one.
+  auto w = world(2);
+  w[0].timing(0, 5000).add(Fn::MPI_Init);
+  w[0].timing(10, 0).collective(Fn::MPI_Barrier, 0);
+  w[0].timing(0, 0).add(Fn::MPI_Finalize);
+  w[1].timing(0, 100).add(Fn::MPI_Init);
+  w[1].timing(10, 0).collective(Fn::MPI_Barrier, 0);
+  w[1].timing(0, 0).add(Fn::MPI_Finalize);
+  sim::Graph g = sim::build_graph(trace_set(w));
+  CHECK_NOTHROW(sim::fit_model(g));
+  const sim::Prediction before = sim::replay(g, round_model(2));
+  CHECK(before.predicted_seconds == doctest::Approx(5060e-9).epsilon(1e-12));   // 5000 + 10 + 50
+  g.drop_traced();
+  CHECK(g.traced.empty());
+  CHECK(sim::replay(g, round_model(2)).predicted_seconds == before.predicted_seconds);
+  CHECK_THROWS_AS(sim::fit_model(g), std::logic_error);   // the fit needs them
+}
+
 TEST_CASE("simulate: an allreduce ends for everybody at the last arrival plus its cost") {
   auto w = world(3);
   const int64_t gaps[3] = {100, 500, 300};

@@ -322,10 +322,19 @@ Result<RankTrace> parse_source(uint64_t size, ReadAt read_at, const std::string&
 }
 
 // A rank file read block by block through `fd` (opened by open_regular_file), from `base` on:
-// 0 for a rank file, the section's offset for a node file's section.
+// 0 for a rank file, the section's offset for a node file's section. A small one (a worker of a
+// large job: a few kB) is read in one call: block by block it took six (header, end block,
+// each block's header and payload), and at 16,384 ranks of master/worker those system calls
+// were most of reading the trace.
 Result<RankTrace> parse_rank_fd(int fd, uint64_t base, uint64_t size, const std::string& name,
                                 const ReadOptions& options) {
+  constexpr uint64_t kWholeBytes = uint64_t{256} << 10;
   std::vector<unsigned char> buffer;
+  if (size <= kWholeBytes) {
+    buffer.resize(size);
+    if (auto r = pread_exact(fd, buffer.data(), size, base, name); !r) return r.error();
+    return parse_rank_trace(buffer, name, options);
+  }
   const auto read_at = [&](uint64_t offset, size_t n) -> Result<const unsigned char*> {
     buffer.resize(n);
     if (auto r = pread_exact(fd, buffer.data(), n, base + offset, name); !r) return r.error();

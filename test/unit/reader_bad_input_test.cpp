@@ -106,6 +106,38 @@ TEST_CASE("the small test file itself is read back completely") {
   for (size_t i = 0; i < 4; ++i) CHECK(r.value().records[i] == f.entries[i].record);
 }
 
+TEST_CASE("a rank file read from disk, in one call or block by block, is what its bytes parse to") {
+  // Under 256 kB the reader takes the file in one read; above it, block by block: the same
+  // records, the same errors.
+  for (const size_t records : {size_t{40}, size_t{40000}}) {
+    CAPTURE(records);
+    TempDir dir;
+    const std::string path = dir.file("rank.0.pskt");
+    std::vector<Entry> entries;
+    for (size_t i = 0; i < records; ++i)
+      entries.push_back(make_entry(i % 2 ? tr::FunctionId::MPI_Recv : tr::FunctionId::MPI_Send,
+                                   static_cast<int64_t>(i), 0));
+    write_rank_file(path, make_header(0, 1, "disk"), entries);
+    const std::vector<unsigned char> bytes = read_bytes(path);
+    CHECK((bytes.size() > (size_t{256} << 10)) == (records > 1000));
+    auto from_disk = tr::read_rank_file(path);
+    REQUIRE_MESSAGE(from_disk.ok(), from_disk.error().line());
+    auto from_bytes = parse(bytes, path);
+    REQUIRE(from_bytes.ok());
+    CHECK(from_disk.value().records == from_bytes.value().records);
+    CHECK(from_disk.value().records.size() == records);
+    // Cut in its last block: truncated either way, at the same byte.
+    const std::string cut_path = dir.file("rank.1.pskt");
+    const std::vector<unsigned char> cut(bytes.begin(), bytes.end() - 100);
+    write_bytes(cut_path, cut.data(), cut.size());
+    auto cut_disk = tr::read_rank_file(cut_path);
+    REQUIRE_FALSE(cut_disk.ok());
+    auto cut_bytes = parse(cut, cut_path);
+    REQUIRE_FALSE(cut_bytes.ok());
+    CHECK(cut_disk.error().line() == cut_bytes.error().line());
+  }
+}
+
 TEST_CASE("an empty file is rejected as not a pskel trace") {
   check_error(parse({}, "empty.pskt"), "empty.pskt", {"empty file"});
   TempDir dir;

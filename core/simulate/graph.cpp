@@ -191,6 +191,8 @@ class Builder {
     walk_rank(ranks_added_, t);
     match_receives(ranks_added_);
     link_probes(ranks_added_);
+    rank_recvs_.clear();
+    probes_.clear();
     ++ranks_added_;
   }
 
@@ -314,9 +316,8 @@ class Builder {
       ++g_.unmatched_sends;
       return e;
     }
-    const Channel channel{env.comm, s.rank, env.peer, env.tag};
-    auto it = channels_.find(channel);
-    if (it != channels_.end() && it->second.has_recv()) {
+    const auto it = channels_.try_emplace({env.comm, s.rank, env.peer, env.tag}).first;
+    if (it->second.has_recv()) {
       const ChannelQueue::Recv recv = it->second.recvs[it->second.recv_head++];
       Message& m = g_.messages[recv.message];
       m.send = e;
@@ -326,7 +327,7 @@ class Builder {
       if (!it->second.has_recv()) channels_.erase(it);
       return e;
     }
-    channels_[channel].sends.push_back({e, mode, bytes});
+    it->second.sends.push_back({e, mode, bytes});
     return e;
   }
 
@@ -539,21 +540,21 @@ class Builder {
         ++g_.unmatched_receives;
         continue;
       }
-      const Channel channel{env.comm, env.peer, rank, env.tag};
-      auto it = channels_.find(channel);
+      const auto it = channels_.try_emplace({env.comm, env.peer, rank, env.tag}).first;
+      ChannelQueue& queue = it->second;
       const auto id = static_cast<uint32_t>(g_.messages.size());
-      if (it != channels_.end() && it->second.has_send()) {
-        const ChannelQueue::Send send = it->second.sends[it->second.send_head++];
+      if (queue.has_send()) {
+        const ChannelQueue::Send send = queue.sends[queue.send_head++];
         g_.messages.push_back({send.endpoint, r.endpoint, send.bytes, send.mode});
         g_.endpoints[send.endpoint].link = g_.endpoints[r.endpoint].link = id;
-        if (!it->second.has_send()) channels_.erase(it);
       } else if (env.peer > rank) {   // its sender comes later
         g_.messages.push_back({kNone, r.endpoint, 0, SendMode::standard});
         g_.endpoints[r.endpoint].link = id;
-        channels_[channel].recvs.push_back({r.endpoint, id});
+        queue.recvs.push_back({r.endpoint, id});
       } else {
         ++g_.unmatched_receives;
       }
+      if (!queue.has_send() && !queue.has_recv()) channels_.erase(it);
     }
   }
 
@@ -562,10 +563,7 @@ class Builder {
   // its status). Counted per rank as it is added: a count per channel kept for every receive of
   // the job, for the few programs that probe, was a hashed update per receive.
   void link_probes(int32_t rank) {
-    if (probes_.empty()) {
-      rank_recvs_.clear();
-      return;
-    }
+    if (probes_.empty()) return;
     std::unordered_map<Channel, std::vector<uint32_t>, ChannelHash> receives;
     for (const RankRecv& r : rank_recvs_)
       receives[{r.envelope.comm, rank, r.envelope.peer, r.envelope.tag}].push_back(r.endpoint);
@@ -577,8 +575,6 @@ class Builder {
       const auto next = std::lower_bound(on_channel.begin(), on_channel.end(), p.endpoint);
       if (next != on_channel.end()) g_.endpoints[p.endpoint].link = g_.endpoints[*next].link;
     }
-    probes_.clear();
-    rank_recvs_.clear();
   }
 
   // What is still open once every rank was added is unmatched: sends nobody received, and
